@@ -56,7 +56,8 @@ const OpSet& comparison() {
   return s;
 }
 const OpSet& movement() {
-  static const OpSet s = {Op::RESHAPE, Op::PERMUTE, Op::EXPAND, Op::PAD, Op::SHRINK, Op::FLIP};
+  static const OpSet s = {Op::RESHAPE, Op::PERMUTE, Op::EXPAND, Op::PAD,
+                          Op::SHRINK,  Op::FLIP,    Op::WINDOW};
   return s;
 }
 const OpSet& transcendental() {

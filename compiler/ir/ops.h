@@ -17,7 +17,7 @@ namespace kiln {
   /* leaves */                                                                                \
   X(CONST) X(VCONST) X(BUFFER) X(DEFINE_GLOBAL) X(DEFINE_VAR) X(RANGE) X(TASK)                \
   /* tensor-level movement ops (the lazy graph) */                                            \
-  X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)                                    \
+  X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP) X(WINDOW) X(GATHER)                \
   /* tensor-level reduction and materialization */                                            \
   X(REDUCE_AXIS) X(CONTIGUOUS)                                                                \
   /* kernel-level memory and loops */                                                         \

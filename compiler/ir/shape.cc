@@ -27,6 +27,8 @@ bool has_tensor_shape(Op op) {
     case Op::PAD:
     case Op::SHRINK:
     case Op::FLIP:
+    case Op::WINDOW:
+    case Op::GATHER:
     case Op::REDUCE_AXIS:
     case Op::CONTIGUOUS:
     case Op::CAST:
@@ -68,6 +70,30 @@ Shape infer(const UOp* u) {
       KILN_CHECK(p.size() == 2 * r.size(), "SHRINK args ", shape_str(p), " for shape ",
                  shape_str(r));
       for (size_t i = 0; i < r.size(); ++i) r[i] = p[2 * i + 1] - p[2 * i];
+      return r;
+    }
+    case Op::WINDOW: {
+      // arg = kernel[n], stride[n], dilation[n] over the last n dims; output (..., out[n], kernel[n])
+      Shape s = src_shape(0);
+      const auto& a = u->varg();
+      size_t n = a.size() / 3;
+      KILN_CHECK(a.size() == 3 * n && n <= s.size(), "WINDOW args ", shape_str(a), " for shape ", shape_str(s));
+      Shape r(s.begin(), s.end() - static_cast<std::ptrdiff_t>(n));
+      for (size_t j = 0; j < n; ++j) {
+        int64_t i = s[s.size() - n + j], k = a[j], st = a[n + j], d = a[2 * n + j];
+        r.push_back((i - d * (k - 1) - 1) / st + 1);
+      }
+      for (size_t j = 0; j < n; ++j) r.push_back(a[j]);
+      return r;
+    }
+    case Op::GATHER: {
+      // src[0] data, src[1] indices, arg = axis: data.shape[:axis] + idx.shape + data.shape[axis+1:]
+      const Shape& d = src_shape(0);
+      const Shape& idx = src_shape(1);
+      int64_t axis = u->iarg();
+      Shape r(d.begin(), d.begin() + axis);
+      r.insert(r.end(), idx.begin(), idx.end());
+      r.insert(r.end(), d.begin() + axis + 1, d.end());
       return r;
     }
     case Op::REDUCE_AXIS: {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "compiler/ir/const_eval.h"
 #include "compiler/ir/walk.h"
 #include "compiler/support/error.h"
 #include "compiler/support/sha256.h"

@@ -1,0 +1,32 @@
+#include "compiler/frontend/load_model.h"
+
+#include <filesystem>
+
+#include "compiler/frontend/graph_file/graph_file.h"
+#include "compiler/support/error.h"
+#include "compiler/tensor/tensor.h"
+
+namespace kiln {
+
+void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  if (!std::filesystem::exists(path)) throw Error("model file '" + path + "' does not exist");
+  if (ext == ".kg") {
+    load_graph_file(path, g);
+    for (const auto& [name, shape] : opts.shapes) {
+      bool found = false;
+      for (const GraphInput& in : g.inputs()) {
+        if (in.name != name) continue;
+        found = true;
+        if (in.buffer->buffer().shape != shape)
+          throw Error("--shape " + name + "=" + shape_str(shape) + ": the graph file declares " +
+                      shape_str(in.buffer->buffer().shape) + " (graph-file shapes are fixed)");
+      }
+      if (!found) throw Error("--shape: the model has no input named '" + name + "'");
+    }
+    return;
+  }
+  throw Error("'" + path + "': unknown model format '" + ext + "' (expected .kg)");
+}
+
+}  // namespace kiln

@@ -1,0 +1,25 @@
+// Ahead-of-time constant folding: every subgraph that depends only on weights and constants is
+// evaluated at compile time (by the eager evaluator) and replaced by a new weight, so that at
+// run time only input-dependent work remains (batch-norm parameters, weight transposes, ...).
+//
+// Folding never makes the package much larger: a folded value may hold at most
+// max(4096, 2 x the elements of the weights it reads) elements; a larger one (an expand, an
+// outer product) is not folded, its sources are. A subgraph of constants alone (no weights)
+// that is a broadcast of one value becomes that scalar constant, broadcast.
+#pragma once
+
+#include <cstdint>
+
+#include "compiler/tensor/graph.h"
+
+namespace kiln {
+
+struct ConstFoldStats {
+  int folded = 0;             // subgraphs replaced by a weight
+  int splats = 0;             // subgraphs replaced by a broadcast constant
+  int64_t folded_bytes = 0;   // bytes of the new weights
+};
+
+ConstFoldStats fold_constants(Graph& g);
+
+}  // namespace kiln

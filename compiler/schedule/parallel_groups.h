@@ -1,0 +1,13 @@
+// Parallel groups: the launch DAG levelled with Kahn's algorithm. A launch depends on the
+// launches that write the buffers it reads; its group is one past the latest of those. The
+// launches of one group are independent and may run at the same time. Launches are reordered
+// group by group (stable within a group).
+#pragma once
+
+#include "compiler/schedule/plan.h"
+
+namespace kiln {
+
+void parallel_groups(Plan& plan);
+
+}  // namespace kiln

@@ -1,0 +1,67 @@
+// The planned program: everything the middle end decides before code generation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/uop.h"
+
+namespace kiln {
+
+struct PlanBuffer {
+  int id = 0;
+  std::string name;
+  BufferKind kind = BufferKind::Intermediate;
+  DType dtype;
+  Shape shape;
+  int64_t weight_id = -1;  // for weights: the Graph's buffer id (its data)
+  int64_t numel() const;
+  int64_t bytes() const { return numel() * dtype.itemsize(); }
+};
+
+// A unique kernel AST (identical kernels share one): SINK(STORE(INDEX(DEFINE_GLOBAL 0, ...), ...)).
+// DEFINE_GLOBAL i is the kernel's argument i; argument 0 is the output.
+struct KernelProgram {
+  std::string name;
+  const UOp* ast = nullptr;
+  Digest digest;
+};
+
+// One execution of a program on concrete buffers.
+struct Launch {
+  int program = 0;
+  std::vector<int> args;  // buffer ids by argument index; args[0] is written
+  std::string what;       // the tensor node it computes, for messages and --explain-fusion
+};
+
+struct MemorySlot {
+  int buffer = 0;
+  int64_t offset = 0;
+  int64_t size = 0;  // bytes, rounded up to the alignment
+  int first_group = 0;
+  int last_group = 0;
+};
+
+struct MemoryPlan {
+  int64_t alignment = 64;
+  int64_t arena_bytes = 0;
+  int64_t lower_bound_bytes = 0;  // the peak of simultaneously-live bytes: no plan can do better
+  std::vector<MemorySlot> slots;  // one per intermediate buffer
+};
+
+struct Plan {
+  std::vector<PlanBuffer> buffers;
+  std::vector<int> inputs;   // buffer ids in model input order
+  std::vector<int> outputs;  // buffer ids in model output order
+  std::vector<KernelProgram> programs;
+  std::vector<Launch> launches;          // in an order that respects dependencies
+  std::vector<std::vector<int>> groups;  // launch indices per parallel group, in execution order
+  MemoryPlan memory;
+  std::vector<std::string> fusion_log;   // --explain-fusion
+
+  int64_t constant_bytes() const;
+  const PlanBuffer& buffer(int id) const { return buffers.at(static_cast<size_t>(id)); }
+};
+
+}  // namespace kiln

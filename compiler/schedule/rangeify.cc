@@ -1,0 +1,345 @@
+#include "compiler/schedule/rangeify.h"
+
+#include <algorithm>
+#include <deque>
+#include <unordered_map>
+
+#include "compiler/ir/printer.h"
+#include "compiler/ir/rewrite.h"
+#include "compiler/ir/symbolic.h"
+#include "compiler/ir/verify.h"
+#include "compiler/support/error.h"
+#include "compiler/tensor/tensor.h"
+
+namespace kiln {
+
+std::string describe_node(const UOp* u) {
+  std::string s = "%" + std::to_string(u->id()) + " " + op_name(u->op) + " " + u->dtype.str();
+  if (u->has_shape()) s += shape_str(u->shape());
+  if (u->op == Op::BUFFER) s += " '" + u->buffer().name + "'";
+  return s;
+}
+
+namespace {
+
+using Idx = std::vector<const UOp*>;
+
+struct MemoKey {
+  const UOp* node;
+  const UOp* valid;
+  Idx idx;
+  bool operator==(const MemoKey&) const = default;
+};
+struct MemoHash {
+  size_t operator()(const MemoKey& k) const {
+    size_t h = std::hash<const void*>{}(k.node) * 31 + std::hash<const void*>{}(k.valid);
+    for (const UOp* u : k.idx) h = h * 1000003 + std::hash<const void*>{}(u);
+    return h;
+  }
+};
+
+class Lowerer {
+ public:
+  Lowerer(Graph& g, const FusionPolicy& policy) : g_(g), ctx_(g.ctx()), policy_(policy) {}
+
+  RangeifyResult run() {
+    for (const GraphInput& in : g_.inputs()) {
+      int id = new_buffer(in.name, BufferKind::Input, in.buffer);
+      realized_[in.buffer] = id;
+      res_.inputs.push_back(id);
+    }
+    for (const GraphOutput& out : g_.outputs()) {
+      int id = new_buffer(out.name, BufferKind::Output, out.node);
+      res_.outputs.push_back(id);
+      bool copy = out.node->op == Op::BUFFER || realized_.count(out.node);
+      if (copy) {
+        copies_.push_back({out.node, id});
+      } else {
+        realized_[out.node] = id;
+        work_.push_back(out.node);
+      }
+    }
+    for (auto& [node, id] : copies_) build_kernel(node, id, true);
+    while (!work_.empty()) {
+      const UOp* n = work_.front();
+      work_.pop_front();
+      build_kernel(n, realized_.at(n), false);
+    }
+    return std::move(res_);
+  }
+
+ private:
+  int new_buffer(const std::string& name, BufferKind kind, const UOp* node) {
+    PlanBuffer b;
+    b.id = static_cast<int>(res_.buffers.size());
+    b.name = name;
+    b.kind = kind;
+    b.dtype = node->dtype;
+    b.shape = node->shape();
+    if (kind == BufferKind::Weight) b.weight_id = node->buffer().id;
+    res_.buffers.push_back(b);
+    return b.id;
+  }
+
+  int realize(const UOp* n) {
+    if (auto it = realized_.find(n); it != realized_.end()) return it->second;
+    int id = new_buffer("t" + std::to_string(n->id()), BufferKind::Intermediate, n);
+    realized_[n] = id;
+    work_.push_back(n);
+    return id;
+  }
+
+  int buffer_of_leaf(const UOp* n) {
+    if (auto it = realized_.find(n); it != realized_.end()) return it->second;
+    KILN_CHECK(g_.is_weight(n), "BUFFER that is neither an input nor a weight: ", describe_node(n));
+    int id = new_buffer(n->buffer().name, BufferKind::Weight, n);
+    realized_[n] = id;
+    return id;
+  }
+
+  // ---------------------------------------------------------------- one kernel
+
+  void build_kernel(const UOp* root, int out, bool copy) {
+    root_ = root;
+    args_.assign(1, out);
+    arg_of_.clear();
+    arg_of_[out] = 0;
+    memo_.clear();
+    loops_.clear();
+    next_range_ = 0;
+    const Shape& shape = root->shape();
+    Idx idx;
+    for (int64_t d : shape) {
+      if (d > 1) {
+        const UOp* r = ctx_.range(d, next_range_++, AxisKind::Loop);
+        loops_.push_back(r);
+        idx.push_back(r);
+      } else {
+        idx.push_back(ctx_.const_index(0));
+      }
+    }
+    const UOp* t = ctx_.const_bool(true);
+    const UOp* value;
+    if (copy) value = root->op == Op::BUFFER ? load(buffer_of_leaf(root), root, idx, t) : load(realized_.at(root), root, idx, t);
+    else if (root->op == Op::CONTIGUOUS) value = lower(root->src[0], idx, t);
+    else value = compute(root, idx, t);
+    const UOp* out_idx = linear_index(idx, shape);
+    const UOp* g = ctx_.make(Op::DEFINE_GLOBAL, DType::ptr(root->dtype.scalar, shape_numel(shape)), {}, int64_t{0});
+    const UOp* store = ctx_.make(Op::STORE, dtypes::void_, {ctx_.make(Op::INDEX, g->dtype, {g, out_idx}), value});
+    const UOp* ast = graph_rewrite(ctx_.make(Op::SINK, dtypes::void_, {store}), pm_symbolic());
+    verify(ast, IrStage::Kernel);
+    res_.kernels.push_back({ast, args_, describe_node(root)});
+  }
+
+  int arg_for(int buffer) {
+    if (auto it = arg_of_.find(buffer); it != arg_of_.end()) return it->second;
+    int a = static_cast<int>(args_.size());
+    args_.push_back(buffer);
+    arg_of_[buffer] = a;
+    return a;
+  }
+
+  const UOp* linear_index(const Idx& idx, const Shape& shape) {
+    const UOp* lin = ctx_.const_index(0);
+    int64_t stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      if (shape[i] > 1) lin = lin->add(idx[i]->mul(stride));
+      stride *= shape[i];
+    }
+    return simplify(lin);
+  }
+
+  const UOp* load(int buffer, const UOp* node, const Idx& idx, const UOp* valid) {
+    const UOp* v = simplify(valid);
+    if (v->is_const(0)) return zero(node->dtype);
+    const UOp* lin = linear_index(idx, node->shape());
+    const UOp* index = v->is_const(1) ? lin : simplify(v->where(simplify_given(lin, v), ctx_.invalid()));
+    const PlanBuffer& b = res_.buffers[static_cast<size_t>(buffer)];
+    const UOp* g = ctx_.make(Op::DEFINE_GLOBAL, DType::ptr(b.dtype.scalar, b.numel()), {}, int64_t{arg_for(buffer)});
+    return ctx_.make(Op::LOAD, node->dtype, {ctx_.make(Op::INDEX, g->dtype, {g, index})});
+  }
+
+  const UOp* zero(DType d) { return d.is_float() ? ctx_.const_float(d, 0.0) : ctx_.const_int(d, 0); }
+
+  // ---------------------------------------------------------------- fusion decisions
+
+  FusionQuery query(const UOp* n, const Idx& idx, const UOp* valid) {
+    FusionQuery q;
+    q.node = n;
+    q.loops = loops_;
+    std::vector<const UOp*> used;
+    auto add = [&](const UOp* e) {
+      for (const UOp* r : e->ranges())
+        if (std::find(used.begin(), used.end(), r) == used.end()) used.push_back(r);
+    };
+    for (const UOp* e : idx) add(e);
+    add(valid);
+    q.used = used;
+    int last = -1;
+    for (size_t p = 0; p < loops_.size(); ++p)
+      if (std::find(used.begin(), used.end(), loops_[p]) != used.end()) last = static_cast<int>(p);
+    for (int p = 0; p <= last; ++p)
+      if (std::find(used.begin(), used.end(), loops_[static_cast<size_t>(p)]) == used.end())
+        q.recompute *= loops_[static_cast<size_t>(p)]->src[0]->cval().i;
+    return q;
+  }
+
+  // ---------------------------------------------------------------- lowering
+
+  // The value of tensor node `n` at index `idx`, under gate `valid` (loads are masked by it).
+  const UOp* lower(const UOp* n, const Idx& idx, const UOp* valid) {
+    MemoKey key{n, valid, idx};
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    const UOp* r = lower_uncached(n, idx, valid);
+    memo_.emplace(std::move(key), r);
+    return r;
+  }
+
+  const UOp* lower_uncached(const UOp* n, const Idx& idx, const UOp* valid) {
+    if (n->op == Op::BUFFER) return load(buffer_of_leaf(n), n, idx, valid);
+    if (n != root_) {
+      if (auto it = realized_.find(n); it != realized_.end()) return load(it->second, n, idx, valid);
+      if (n->op == Op::CONTIGUOUS) return load(realize(n), n, idx, valid);
+      bool computes = alu_arity(n->op) || n->op == Op::REDUCE_AXIS || n->op == Op::CAST || n->op == Op::BITCAST;
+      if (computes) {
+        FusionDecision d = policy_.decide(query(n, idx, valid));
+        res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ", describe_node(n), " -> ",
+                                          d.inline_it ? "inlined" : "kept", " (", d.reason, ")"));
+        if (!d.inline_it) return load(realize(n), n, idx, valid);
+      }
+    }
+    return compute(n, idx, valid);
+  }
+
+  const UOp* compute(const UOp* n, const Idx& idx, const UOp* valid) {
+    if (n->op == Op::CONST) return n;
+    if (alu_arity(n->op) || n->op == Op::CAST || n->op == Op::BITCAST) {
+      std::vector<const UOp*> src;
+      for (const UOp* s : n->src) src.push_back(lower(s, idx, valid));
+      return ctx_.make(n->op, n->dtype, std::move(src), n->arg);
+    }
+    const UOp* s0 = n->src.empty() ? nullptr : n->src[0];
+    switch (n->op) {
+      case Op::CONTIGUOUS: return lower(s0, idx, valid);
+      case Op::RESHAPE: return lower(s0, reshape_index(idx, n->shape(), s0->shape()), valid);
+      case Op::PERMUTE: {
+        Idx si(idx.size());
+        const auto& p = n->varg();
+        for (size_t i = 0; i < p.size(); ++i) si[static_cast<size_t>(p[i])] = idx[i];
+        return lower(s0, si, valid);
+      }
+      case Op::EXPAND: {
+        Idx si = idx;
+        const Shape& in = s0->shape();
+        for (size_t i = 0; i < in.size(); ++i)
+          if (in[i] == 1) si[i] = ctx_.const_index(0);
+        return lower(s0, si, valid);
+      }
+      case Op::SHRINK: {
+        Idx si = idx;
+        const auto& p = n->varg();
+        for (size_t i = 0; i < si.size(); ++i) si[i] = simplify(idx[i]->add(p[2 * i]));
+        return lower(s0, si, valid);
+      }
+      case Op::FLIP: {
+        Idx si = idx;
+        for (int64_t a : n->varg()) {
+          size_t i = static_cast<size_t>(a);
+          si[i] = simplify(idx[i]->neg()->add(s0->shape()[i] - 1));
+        }
+        return lower(s0, si, valid);
+      }
+      case Op::PAD: {
+        Idx si = idx;
+        const auto& p = n->varg();
+        const Shape& in = s0->shape();
+        const UOp* cond = ctx_.const_bool(true);
+        for (size_t i = 0; i < si.size(); ++i) {
+          if (p[2 * i] == 0 && p[2 * i + 1] == 0) continue;
+          si[i] = simplify(idx[i]->sub(p[2 * i]));
+          cond = cond->logical_and(idx[i]->ge(p[2 * i]))->logical_and(idx[i]->lt(p[2 * i] + in[i]));
+        }
+        cond = simplify(cond);
+        if (cond->is_const(0)) return n->src[1];
+        const UOp* inner = lower(s0, si, simplify(valid->logical_and(cond)));
+        if (cond->is_const(1)) return inner;
+        return cond->where(inner, n->src[1]);
+      }
+      case Op::WINDOW: {
+        const auto& w = n->varg();
+        size_t k = w.size() / 3, lead = s0->shape().size() - k;
+        Idx si(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(lead));
+        for (size_t j = 0; j < k; ++j)
+          si.push_back(simplify(idx[lead + j]->mul(w[k + j])->add(idx[lead + k + j]->mul(w[2 * k + j]))));
+        return lower(s0, si, valid);
+      }
+      case Op::GATHER: {
+        const UOp* ix = n->src[1];
+        size_t axis = static_cast<size_t>(n->iarg()), k = ix->shape().size();
+        int64_t dim = s0->shape()[axis];
+        Idx ii(idx.begin() + static_cast<std::ptrdiff_t>(axis), idx.begin() + static_cast<std::ptrdiff_t>(axis + k));
+        const UOp* gv = simplify(lower(ix, ii, valid)->cast(dtypes::index));
+        const UOp* gw = simplify(gv->lt(int64_t{0})->where(gv->add(dim), gv));
+        const UOp* cond = simplify(gw->ge(int64_t{0})->logical_and(gw->lt(dim)));
+        Idx si(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(axis));
+        si.push_back(gw);
+        si.insert(si.end(), idx.begin() + static_cast<std::ptrdiff_t>(axis + k), idx.end());
+        const UOp* inner = lower(s0, si, simplify(valid->logical_and(cond)));
+        if (cond->is_const(1)) return inner;
+        return cond->where(inner, zero(n->dtype));
+      }
+      case Op::REDUCE_AXIS: {
+        const ReduceArg& r = n->reduce_arg();
+        Idx si = idx;
+        std::vector<const UOp*> ranges;
+        for (int64_t a : r.axes) {
+          const UOp* rr = ctx_.range(s0->shape()[static_cast<size_t>(a)], next_range_++, AxisKind::Reduce);
+          ranges.push_back(rr);
+          si[static_cast<size_t>(a)] = rr;
+        }
+        size_t depth = loops_.size();
+        loops_.insert(loops_.end(), ranges.begin(), ranges.end());
+        const UOp* body = lower(s0, si, valid);
+        loops_.resize(depth);
+        std::vector<const UOp*> src = {body};
+        src.insert(src.end(), ranges.begin(), ranges.end());
+        return ctx_.make(Op::REDUCE, n->dtype, std::move(src), r.op);
+      }
+      default: break;
+    }
+    throw InternalError(str_cat("rangeify: cannot lower ", describe_node(n)));
+  }
+
+  // RESHAPE: the flat position of `idx` in `out`, unflattened into `in`.
+  Idx reshape_index(const Idx& idx, const Shape& out, const Shape& in) {
+    const UOp* flat = linear_index(idx, out);
+    Idx si(in.size());
+    int64_t stride = 1;
+    for (size_t j = in.size(); j-- > 0;) {
+      si[j] = in[j] == 1 ? ctx_.const_index(0) : simplify(flat->idiv(stride)->mod(in[j]));
+      stride *= in[j];
+    }
+    return si;
+  }
+
+  Graph& g_;
+  Context& ctx_;
+  const FusionPolicy& policy_;
+  RangeifyResult res_;
+  std::unordered_map<const UOp*, int> realized_;
+  std::deque<const UOp*> work_;
+  std::vector<std::pair<const UOp*, int>> copies_;
+  // per kernel
+  const UOp* root_ = nullptr;
+  std::vector<int> args_;
+  std::unordered_map<int, int> arg_of_;
+  std::unordered_map<MemoKey, const UOp*, MemoHash> memo_;
+  std::vector<const UOp*> loops_;
+  int64_t next_range_ = 0;
+};
+
+}  // namespace
+
+RangeifyResult rangeify(Graph& g, const FusionPolicy& policy) { return Lowerer(g, policy).run(); }
+
+}  // namespace kiln

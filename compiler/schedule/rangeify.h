@@ -1,0 +1,39 @@
+// Rangeify: the lazy tensor graph becomes kernels. Movement ops become index arithmetic over
+// explicit RANGE loops (PAD becomes gated loads, RESHAPE div/mod index math cleaned by the
+// simplifier); the fusion policy decides which nodes are materialized; every materialized node
+// is one kernel that ends in a STORE (the kernel split).
+//
+// A kernel AST is SINK(STORE(INDEX(DEFINE_GLOBAL 0, idx), value)). DEFINE_GLOBAL i is the
+// kernel's argument i (0 = the output, then the buffers it reads, in order of first use).
+// Output loops are RANGE ids 0..n-1 (one per output axis of size > 1), reduction loops follow
+// in order of creation, so identical kernels have identical ASTs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/schedule/fusion_policy.h"
+#include "compiler/schedule/plan.h"
+#include "compiler/tensor/graph.h"
+
+namespace kiln {
+
+struct RangeifiedKernel {
+  const UOp* ast = nullptr;
+  std::vector<int> args;  // buffer ids by argument index
+  std::string what;       // the tensor node computed
+};
+
+struct RangeifyResult {
+  std::vector<PlanBuffer> buffers;
+  std::vector<int> inputs, outputs;
+  std::vector<RangeifiedKernel> kernels;
+  std::vector<std::string> fusion_log;
+};
+
+RangeifyResult rangeify(Graph& g, const FusionPolicy& policy);
+
+// A readable name for a tensor node in messages: "%12 REDUCE_AXIS float32(4,8)".
+std::string describe_node(const UOp* u);
+
+}  // namespace kiln

@@ -1,0 +1,192 @@
+#include "compiler/tensor/eager.h"
+
+#include <array>
+#include <functional>
+
+#include "compiler/ir/const_eval.h"
+#include "compiler/support/error.h"
+#include "compiler/tensor/tensor.h"
+
+namespace kiln {
+
+namespace {
+
+// Calls f(out_index, multi_index) for every element of `shape` in C order.
+void for_each_index(const Shape& shape, const std::function<void(int64_t, const std::vector<int64_t>&)>& f) {
+  int64_t n = shape_numel(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+int64_t linear(const std::vector<int64_t>& idx, const std::vector<int64_t>& strides) {
+  int64_t l = 0;
+  for (size_t i = 0; i < idx.size(); ++i) l += idx[i] * strides[i];
+  return l;
+}
+
+}  // namespace
+
+EagerEvaluator::EagerEvaluator(const Graph& g, std::map<std::string, NDArray> inputs)
+    : g_(g), inputs_(std::move(inputs)) {}
+
+const NDArray& EagerEvaluator::eval(const UOp* root) {
+  if (auto it = cache_.find(root); it != cache_.end()) return it->second;
+  // Bottom-up over the toposort so that deep graphs do not recurse.
+  for (const UOp* u : root->toposort()) {
+    if (cache_.count(u) || !u->has_shape()) continue;
+    cache_.emplace(u, compute(u));
+  }
+  return cache_.at(root);
+}
+
+NDArray EagerEvaluator::compute(const UOp* u) {
+  auto src = [&](size_t i) -> const NDArray& { return cache_.at(u->src[i]); };
+  const Shape& shape = u->shape();
+  switch (u->op) {
+    case Op::BUFFER: {
+      const BufferArg& b = u->buffer();
+      if (b.kind == BufferKind::Weight) return g_.weight(b.id);
+      auto it = inputs_.find(b.name);
+      if (it == inputs_.end()) throw Error("eager evaluation: no value for input '" + b.name + "'");
+      if (it->second.shape() != b.shape || it->second.dtype() != u->dtype)
+        throw Error("eager evaluation: input '" + b.name + "' is " + it->second.dtype().str() + " " +
+                    shape_str(it->second.shape()) + ", the model wants " + u->dtype.str() + " " + shape_str(b.shape));
+      return it->second;
+    }
+    case Op::CONST: {
+      NDArray a(u->dtype, {});
+      a.set(0, u->cval());
+      return a;
+    }
+    case Op::CONTIGUOUS: return src(0);
+    case Op::RESHAPE: return NDArray(u->dtype, shape, src(0).bytes());
+    case Op::CAST:
+    case Op::BITCAST: {
+      const NDArray& s = src(0);
+      NDArray a(u->dtype, shape);
+      for (int64_t i = 0; i < a.numel(); ++i)
+        a.set(i, u->op == Op::CAST ? eval_cast(s.dtype(), u->dtype, s.get(i)) : eval_bitcast(s.dtype(), u->dtype, s.get(i)));
+      return a;
+    }
+    default: break;
+  }
+  if (alu_arity(u->op)) {
+    NDArray a(u->dtype, shape);
+    std::array<ConstValue, 3> args;
+    DType d = u->op == Op::WHERE ? u->src[1]->dtype : u->src[0]->dtype;
+    size_t n = u->src.size();
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      for (size_t k = 0; k < n; ++k) args[k] = src(k).get(i);
+      a.set(i, eval_alu(u->op, d, std::span<const ConstValue>(args.data(), n)));
+    }
+    return a;
+  }
+  const NDArray& s = src(0);
+  const Shape& in = s.shape();
+  std::vector<int64_t> st = s.strides();
+  NDArray a(u->dtype, shape);
+  std::vector<int64_t> si(in.size());
+  switch (u->op) {
+    case Op::PERMUTE: {
+      const auto& p = u->varg();
+      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+        for (size_t i = 0; i < p.size(); ++i) si[static_cast<size_t>(p[i])] = idx[i];
+        a.set(o, s.get(linear(si, st)));
+      });
+      return a;
+    }
+    case Op::EXPAND:
+      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+        for (size_t i = 0; i < in.size(); ++i) si[i] = in[i] == 1 ? 0 : idx[i];
+        a.set(o, s.get(linear(si, st)));
+      });
+      return a;
+    case Op::PAD: {
+      const auto& p = u->varg();
+      ConstValue pv = u->src[1]->cval();
+      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+        bool inside = true;
+        for (size_t i = 0; i < in.size(); ++i) {
+          si[i] = idx[i] - p[2 * i];
+          inside &= si[i] >= 0 && si[i] < in[i];
+        }
+        a.set(o, inside ? s.get(linear(si, st)) : pv);
+      });
+      return a;
+    }
+    case Op::SHRINK: {
+      const auto& p = u->varg();
+      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+        for (size_t i = 0; i < in.size(); ++i) si[i] = idx[i] + p[2 * i];
+        a.set(o, s.get(linear(si, st)));
+      });
+      return a;
+    }
+    case Op::FLIP: {
+      std::vector<bool> f(in.size(), false);
+      for (int64_t x : u->varg()) f[static_cast<size_t>(x)] = true;
+      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+        for (size_t i = 0; i < in.size(); ++i) si[i] = f[i] ? in[i] - 1 - idx[i] : idx[i];
+        a.set(o, s.get(linear(si, st)));
+      });
+      return a;
+    }
+    case Op::WINDOW: {
+      const auto& w = u->varg();
+      size_t n = w.size() / 3, lead = in.size() - n;
+      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+        for (size_t i = 0; i < lead; ++i) si[i] = idx[i];
+        for (size_t j = 0; j < n; ++j) si[lead + j] = idx[lead + j] * w[n + j] + idx[lead + n + j] * w[2 * n + j];
+        a.set(o, s.get(linear(si, st)));
+      });
+      return a;
+    }
+    case Op::GATHER: {
+      const NDArray& ix = src(1);
+      std::vector<int64_t> ist = ix.strides();
+      size_t axis = static_cast<size_t>(u->iarg()), k = ix.shape().size();
+      std::vector<int64_t> ii(k);
+      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+        for (size_t i = 0; i < axis; ++i) si[i] = idx[i];
+        for (size_t i = 0; i < k; ++i) ii[i] = idx[axis + i];
+        int64_t g = ix.get(linear(ii, ist)).i;
+        if (g < 0) g += in[axis];
+        for (size_t i = axis + 1; i < in.size(); ++i) si[i] = idx[i + k - 1];
+        si[axis] = g;
+        // Out-of-range indices read 0 (the generated code does the same, and never faults).
+        a.set(o, (g >= 0 && g < in[axis]) ? s.get(linear(si, st)) : ConstValue::of_int(0));
+      });
+      return a;
+    }
+    case Op::REDUCE_AXIS: {
+      const ReduceArg& r = u->reduce_arg();
+      DType d = u->dtype;
+      std::vector<int64_t> ost = a.strides();
+      std::vector<bool> started(static_cast<size_t>(a.numel()), false);
+      for_each_index(in, [&](int64_t i, const std::vector<int64_t>& idx) {
+        std::vector<int64_t> oi = idx;
+        for (int64_t ax : r.axes) oi[static_cast<size_t>(ax)] = 0;
+        int64_t o = linear(oi, ost);
+        ConstValue v = s.get(i);
+        if (!started[static_cast<size_t>(o)]) {
+          a.set(o, v);
+          started[static_cast<size_t>(o)] = true;
+        } else {
+          ConstValue args[2] = {a.get(o), v};
+          a.set(o, eval_alu(r.op, d, args));
+        }
+      });
+      return a;
+    }
+    default: break;
+  }
+  throw InternalError(str_cat("eager evaluation: unsupported op ", op_name(u->op)));
+}
+
+}  // namespace kiln

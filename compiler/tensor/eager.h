@@ -1,0 +1,33 @@
+// Eager evaluation of tensor-level nodes on real data: the direct meaning of the lazy graph.
+// It is the oracle of the differential tests and the engine of ahead-of-time constant folding.
+// Scalar code, exact kiln semantics (const_eval.h); slow but obviously correct.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "compiler/tensor/graph.h"
+#include "compiler/tensor/ndarray.h"
+
+namespace kiln {
+
+class EagerEvaluator {
+ public:
+  // `inputs` by input name; may be empty when only constant subgraphs are evaluated.
+  EagerEvaluator(const Graph& g, std::map<std::string, NDArray> inputs = {});
+
+  // The value of `u` (cached). Throws kiln::Error for a missing input or a wrong input shape.
+  const NDArray& eval(const UOp* u);
+  // Forgets cached values (keeps inputs).
+  void clear() { cache_.clear(); }
+
+ private:
+  NDArray compute(const UOp* u);
+
+  const Graph& g_;
+  std::map<std::string, NDArray> inputs_;
+  std::unordered_map<const UOp*, NDArray> cache_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,25 @@
+// Indexing composites built from Tensor primitives.
+#pragma once
+
+#include <vector>
+
+#include "compiler/tensor/tensor.h"
+
+namespace kiln {
+
+// Joins tensors along `axis` (every other axis equal): each part is padded to the full size and
+// the parts are added (for bool: or-ed).
+Tensor concat(const std::vector<Tensor>& parts, int64_t axis);
+// Splits along `axis` into parts of the given sizes (which must add up to the axis size).
+std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64_t>& sizes);
+// numpy-style slicing per listed axis: start/end are clamped like Python's, steps may be negative.
+Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+             const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
+// Repeats the tensor `repeats[i]` times along axis i.
+Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
+// [start, start + step, ...) below `stop`, as a constant (weight) tensor.
+Tensor arange(Graph& g, double start, double stop, double step, DType dtype);
+// Running sum along `axis` (a windowed sum: O(n^2) work along the axis).
+Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive = false, bool reverse = false);
+
+}  // namespace kiln

@@ -1,0 +1,131 @@
+// Golden plans: the number of kernels, reduce ranges and groups the middle end produces for
+// small models whose ideal plan is known.
+#include <gtest/gtest.h>
+
+#include "compiler/driver/pipeline.h"
+#include "compiler/schedule/memory_plan.h"
+#include "compiler/tensor/indexing.h"
+#include "compiler/tensor/linalg.h"
+#include "compiler/tensor/nn.h"
+#include "tests/schedule/plan_util.h"
+
+namespace kiln {
+namespace {
+
+NDArray filled(DType d, const Shape& s, double v) {
+  NDArray a(d, s);
+  for (int64_t i = 0; i < a.numel(); ++i) a.set(i, ConstValue::of_float(v + 0.01 * static_cast<double>(i % 7)));
+  return a;
+}
+
+int count_ops(const UOp* ast, Op op) {
+  int n = 0;
+  for (const UOp* u : ast->toposort()) n += u->op == op;
+  return n;
+}
+
+// Plans the graph and checks it against the eager evaluation through the interpreter.
+Plan plan_and_check(Graph& g) {
+  auto inputs = testing::random_inputs(g, 7);
+  std::map<std::string, NDArray> expected;
+  {
+    EagerEvaluator ev(g, inputs);
+    for (const auto& o : g.outputs()) expected.emplace(o.name, ev.eval(o.node));
+  }
+  Plan p = plan_graph(g, {});
+  EXPECT_EQ(check_memory_plan(p), "");
+  auto got = interpret(p, g, inputs);
+  for (const auto& [name, arr] : expected) EXPECT_TRUE(testing::arrays_close(arr, got.at(name))) << name;
+  return p;
+}
+
+TEST(PlanGolden, SiluAndMulIsOneKernelWithoutIntermediates) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 4096});
+  auto halves = split(x, -1, {2048, 2048});
+  g.add_output("y", silu(halves[0]).mul(halves[1]).uop());
+  Plan p = plan_and_check(g);
+  EXPECT_EQ(p.launches.size(), 1u);
+  EXPECT_EQ(p.memory.arena_bytes, 0);
+  // Two loads of x, at offsets r*4096 + c and r*4096 + c + 2048, without div/mod.
+  const UOp* ast = p.programs[0].ast;
+  EXPECT_EQ(count_ops(ast, Op::LOAD), 2);
+  EXPECT_EQ(count_ops(ast, Op::IDIV) + count_ops(ast, Op::MOD), 0);
+}
+
+TEST(PlanGolden, MatmulIsOneKernelWithOneReduceRange) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {4, 4});
+  Tensor b = Tensor::input(g, "b", dtypes::float32, {4, 4});
+  g.add_output("c", matmul(a, b).uop());
+  Plan p = plan_and_check(g);
+  ASSERT_EQ(p.launches.size(), 1u);
+  const UOp* ast = p.programs[0].ast;
+  ASSERT_EQ(count_ops(ast, Op::REDUCE), 1);
+  for (const UOp* u : ast->toposort()) {
+    if (u->op == Op::REDUCE) {
+      EXPECT_EQ(u->src.size(), 2u);  // one reduce range
+    }
+  }
+}
+
+TEST(PlanGolden, ReshapeExpandSumIsOneKernel) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 4});
+  g.add_output("y", x.reshape({2, 3, 4}).unsqueeze(0).expand({5, 2, 3, 4}).sum({0}).uop());
+  Plan p = plan_and_check(g);
+  EXPECT_EQ(p.launches.size(), 1u);
+}
+
+TEST(PlanGolden, SoftmaxOverTheLastAxisIsAtMostThreeKernels) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {8, 33});
+  g.add_output("y", softmax(x, -1).uop());
+  Plan p = plan_and_check(g);
+  EXPECT_LE(p.launches.size(), 3u);
+  EXPECT_GE(p.launches.size(), 1u);
+}
+
+TEST(PlanGolden, ConvFollowedByConstantBatchNormHasNoNormKernel) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 3, 8, 8});
+  Tensor w = Tensor::weight(g, "w", filled(dtypes::float32, {4, 3, 3, 3}, 0.1));
+  Tensor y = conv(x, w, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1});
+  Tensor scale = Tensor::weight(g, "scale", filled(dtypes::float32, {4}, 1.5));
+  Tensor bias = Tensor::weight(g, "bias", filled(dtypes::float32, {4}, 0.2));
+  Tensor mean = Tensor::weight(g, "mean", filled(dtypes::float32, {4}, 0.3));
+  Tensor var = Tensor::weight(g, "var", filled(dtypes::float32, {4}, 2.0));
+  g.add_output("y", batch_norm(y, scale, bias, mean, var, 1e-5).uop());
+  Plan p = plan_and_check(g);
+  EXPECT_EQ(p.launches.size(), 1u);  // the norm is folded into constants and fused as an epilogue
+  // No sqrt or division is left: the norm's parameters were folded at compile time.
+  const UOp* ast = p.programs[0].ast;
+  EXPECT_EQ(count_ops(ast, Op::SQRT) + count_ops(ast, Op::FDIV), 0);
+}
+
+TEST(PlanGolden, DiamondGivesThreeGroups) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {16, 16});
+  Tensor a2 = a.exp().sum({1}, true).contiguous();                  // A
+  Tensor b = a2.mul(2.0).contiguous();                               // B
+  Tensor c = a2.add(1.0).contiguous();                               // C
+  g.add_output("d", b.add(c).uop());                                 // D
+  Plan p = plan_and_check(g);
+  EXPECT_EQ(p.launches.size(), 4u);
+  ASSERT_EQ(p.groups.size(), 3u);
+  EXPECT_EQ(p.groups[1].size(), 2u);  // B and C run side by side
+}
+
+TEST(PlanGolden, IdenticalKernelsShareOneProgram) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {8, 8});
+  Tensor b = Tensor::input(g, "b", dtypes::float32, {8, 8});
+  g.add_output("x", a.exp().uop());
+  g.add_output("y", b.exp().uop());
+  Plan p = plan_and_check(g);
+  EXPECT_EQ(p.launches.size(), 2u);
+  EXPECT_EQ(p.programs.size(), 1u);
+}
+
+}  // namespace
+}  // namespace kiln
