@@ -16,8 +16,8 @@
 namespace kiln {
 
 const std::vector<std::string>& middle_end_stages() {
-  static const std::vector<std::string> s = {"import", "const_fold", "rangeify", "kernel_dedup", "parallel_groups",
-                                             "memory_plan"};
+  static const std::vector<std::string> s = {"import",       "const_fold",      "rangeify",
+                                             "kernel_dedup", "parallel_groups", "memory_plan"};
   return s;
 }
 
@@ -64,7 +64,8 @@ Plan plan_graph(Graph& g, const PipelineOptions& opts) {
   if (opts.verify) verify(g.sink(), IrStage::Tensor);
   dump_graph("const_fold");
   if (wants(opts, "const_fold"))
-    log << "folded " << cf.folded << " subgraphs (" << cf.folded_bytes << " bytes), " << cf.splats << " splats\n";
+    log << "folded " << cf.folded << " subgraphs (" << cf.folded_bytes << " bytes), " << cf.splats
+        << " splats\n";
 
   RangeifyResult r = rangeify(g, policy);
   Plan plan;
@@ -94,9 +95,10 @@ Plan plan_graph(Graph& g, const PipelineOptions& opts) {
   if (wants(opts, "memory_plan")) {
     log << "--- memory_plan ---\n";
     for (const MemorySlot& s : plan.memory.slots)
-      log << "  " << plan.buffer(s.buffer).name << ": offset " << s.offset << " size " << s.size << " groups ["
-          << s.first_group << "," << s.last_group << "]\n";
-    log << "  arena " << plan.memory.arena_bytes << " bytes, lower bound " << plan.memory.lower_bound_bytes << "\n";
+      log << "  " << plan.buffer(s.buffer).name << ": offset " << s.offset << " size " << s.size
+          << " groups [" << s.first_group << "," << s.last_group << "]\n";
+    log << "  arena " << plan.memory.arena_bytes << " bytes, lower bound "
+        << plan.memory.lower_bound_bytes << "\n";
   }
   return plan;
 }
@@ -114,16 +116,19 @@ std::string plan_summary(const Plan& plan, bool json) {
   }
   os << "kernels: " << plan.launches.size() << " (" << plan.programs.size() << " unique)\n";
   os << "groups: " << plan.groups.size() << "\n";
-  os << "arena: " << plan.memory.arena_bytes << " bytes (lower bound " << plan.memory.lower_bound_bytes << ")\n";
+  os << "arena: " << plan.memory.arena_bytes << " bytes (lower bound "
+     << plan.memory.lower_bound_bytes << ")\n";
   os << "constants: " << plan.constant_bytes() << " bytes\n";
   os << plan_kernels_text(plan, false);
   for (const KernelProgram& p : plan.programs) {
     os << p.name << ":";
-    for (const UOp* r : p.ast->ranges()) os << " r" << r->range().id << "[" << r->src[0]->cval().i << "]";
+    for (const UOp* r : p.ast->ranges())
+      os << " r" << r->range().id << "[" << r->src[0]->cval().i << "]";
     for (const UOp* n : p.ast->toposort())
       if (n->op == Op::REDUCE) {
         os << " reduce(" << op_name(n->op_arg());
-        for (size_t i = 1; i < n->src.size(); ++i) os << " r" << n->src[i]->range().id << "[" << n->src[i]->src[0]->cval().i << "]";
+        for (size_t i = 1; i < n->src.size(); ++i)
+          os << " r" << n->src[i]->range().id << "[" << n->src[i]->src[0]->cval().i << "]";
         os << ")";
       }
     os << "\n";

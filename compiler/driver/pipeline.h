@@ -13,11 +13,11 @@
 namespace kiln {
 
 struct PipelineOptions {
-  std::set<std::string> dump_ir;     // stage names, or "all"
-  bool explain_fusion = false;       // log every fusion decision
-  bool verify = true;                // run the IR verifiers between stages
+  std::set<std::string> dump_ir;         // stage names, or "all"
+  bool explain_fusion = false;           // log every fusion decision
+  bool verify = true;                    // run the IR verifiers between stages
   const FusionPolicy* policy = nullptr;  // nullptr: DefaultFusionPolicy
-  std::ostream* log = nullptr;       // where dumps and explanations go (nullptr: std::cerr)
+  std::ostream* log = nullptr;           // where dumps and explanations go (nullptr: std::cerr)
 };
 
 // The middle-end stage names, in order.

@@ -10,7 +10,8 @@
 //    SHR is arithmetic for signed types and logical for unsigned ones.
 //  - Float ops round to the dtype's precision (float32 math is done in float). MAX(a, b) is
 //    `a < b ? b : a` and MIN(a, b) is `b < a ? b : a`: a NaN in the first operand propagates.
-//  - MOD on floats is C fmod (the sign of the dividend). ROUND is round-half-to-even. CAST float -> int saturates and maps NaN to 0; any -> bool is
+//  - MOD on floats is C fmod (the sign of the dividend). ROUND is round-half-to-even. CAST float ->
+//  int saturates and maps NaN to 0; any -> bool is
 //    `x != 0`; bool -> any is 0 or 1.
 #pragma once
 

@@ -73,11 +73,13 @@ Shape infer(const UOp* u) {
       return r;
     }
     case Op::WINDOW: {
-      // arg = kernel[n], stride[n], dilation[n] over the last n dims; output (..., out[n], kernel[n])
+      // arg = kernel[n], stride[n], dilation[n] over the last n dims; output (..., out[n],
+      // kernel[n])
       Shape s = src_shape(0);
       const auto& a = u->varg();
       size_t n = a.size() / 3;
-      KILN_CHECK(a.size() == 3 * n && n <= s.size(), "WINDOW args ", shape_str(a), " for shape ", shape_str(s));
+      KILN_CHECK(a.size() == 3 * n && n <= s.size(), "WINDOW args ", shape_str(a), " for shape ",
+                 shape_str(s));
       Shape r(s.begin(), s.end() - static_cast<std::ptrdiff_t>(n));
       for (size_t j = 0; j < n; ++j) {
         int64_t i = s[s.size() - n + j], k = a[j], st = a[n + j], d = a[2 * n + j];
@@ -87,7 +89,8 @@ Shape infer(const UOp* u) {
       return r;
     }
     case Op::GATHER: {
-      // src[0] data, src[1] indices, arg = axis: data.shape[:axis] + idx.shape + data.shape[axis+1:]
+      // src[0] data, src[1] indices, arg = axis: data.shape[:axis] + idx.shape +
+      // data.shape[axis+1:]
       const Shape& d = src_shape(0);
       const Shape& idx = src_shape(1);
       int64_t axis = u->iarg();

@@ -11,7 +11,8 @@ OpSet allowed(IrStage s) {
   OpSet base = ops::alu() | OpSet{Op::CONST, Op::CAST, Op::BITCAST, Op::SINK, Op::NOOP};
   switch (s) {
     case IrStage::Tensor:
-      return base | ops::movement() | OpSet{Op::BUFFER, Op::REDUCE_AXIS, Op::CONTIGUOUS, Op::GATHER};
+      return base | ops::movement() |
+             OpSet{Op::BUFFER, Op::REDUCE_AXIS, Op::CONTIGUOUS, Op::GATHER};
     case IrStage::Kernel:
       return base | OpSet{Op::DEFINE_GLOBAL, Op::DEFINE_VAR, Op::RANGE, Op::INDEX,
                           Op::LOAD,          Op::STORE,      Op::REDUCE};
@@ -103,7 +104,8 @@ class Verifier {
     } else if (u->dtype != s[0]->dtype) {
       fail(u, "result dtype differs from operands");
     }
-    if (u->op == Op::IDIV && s[0]->dtype.is_float()) fail(u, "integer division on floats (use FDIV)");
+    if (u->op == Op::IDIV && s[0]->dtype.is_float())
+      fail(u, "integer division on floats (use FDIV)");
     if (u->op == Op::FDIV && !s[0]->dtype.is_float()) fail(u, "FDIV on integers (use IDIV)");
   }
 

@@ -25,8 +25,10 @@ class Folder {
     for (const UOp* n : topo) {
       if (n == sink) continue;
       bool c;
-      if (n->op == Op::CONST) c = true;
-      else if (n->op == Op::BUFFER) c = g_.is_weight(n);
+      if (n->op == Op::CONST)
+        c = true;
+      else if (n->op == Op::BUFFER)
+        c = g_.is_weight(n);
       else {
         c = !n->src.empty();
         for (const UOp* s : n->src) c = c && const_only_.count(s);
@@ -69,9 +71,11 @@ class Folder {
   std::optional<ConstValue> splat(const UOp* n) {
     if (auto it = splat_.find(n); it != splat_.end()) return it->second;
     std::optional<ConstValue> v;
-    if (n->op == Op::CONST) v = n->cval();
-    else if (n->op == Op::RESHAPE || n->op == Op::EXPAND || n->op == Op::PERMUTE || n->op == Op::SHRINK ||
-             n->op == Op::FLIP || n->op == Op::CONTIGUOUS || n->op == Op::WINDOW)
+    if (n->op == Op::CONST)
+      v = n->cval();
+    else if (n->op == Op::RESHAPE || n->op == Op::EXPAND || n->op == Op::PERMUTE ||
+             n->op == Op::SHRINK || n->op == Op::FLIP || n->op == Op::CONTIGUOUS ||
+             n->op == Op::WINDOW)
       v = splat(n->src[0]);
     else if (n->op == Op::CAST) {
       if (auto s = splat(n->src[0])) v = eval_cast(n->src[0]->dtype, n->dtype, *s);
@@ -85,7 +89,8 @@ class Folder {
       }
       if (all) {
         DType d = n->op == Op::WHERE ? n->src[1]->dtype : n->src[0]->dtype;
-        v = normalize_const(n->dtype, eval_alu(n->op, d, std::span<const ConstValue>(args.data(), n->src.size())));
+        v = normalize_const(
+            n->dtype, eval_alu(n->op, d, std::span<const ConstValue>(args.data(), n->src.size())));
       }
     }
     splat_[n] = v;
@@ -109,7 +114,8 @@ class Folder {
       NDArray value = eval_.eval(n);
       stats_.folded_bytes += value.nbytes();
       ++stats_.folded;
-      replace_[n] = g_.add_weight(g_.fresh_name("folded_" + std::to_string(n->id())), std::move(value));
+      replace_[n] =
+          g_.add_weight(g_.fresh_name("folded_" + std::to_string(n->id())), std::move(value));
       return;
     }
     for (const UOp* s : n->src)
@@ -128,6 +134,8 @@ class Folder {
 
 }  // namespace
 
-ConstFoldStats fold_constants(Graph& g) { return Folder(g).run(); }
+ConstFoldStats fold_constants(Graph& g) {
+  return Folder(g).run();
+}
 
 }  // namespace kiln

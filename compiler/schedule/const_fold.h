@@ -15,9 +15,9 @@
 namespace kiln {
 
 struct ConstFoldStats {
-  int folded = 0;             // subgraphs replaced by a weight
-  int splats = 0;             // subgraphs replaced by a broadcast constant
-  int64_t folded_bytes = 0;   // bytes of the new weights
+  int folded = 0;            // subgraphs replaced by a weight
+  int splats = 0;            // subgraphs replaced by a broadcast constant
+  int64_t folded_bytes = 0;  // bytes of the new weights
 };
 
 ConstFoldStats fold_constants(Graph& g);

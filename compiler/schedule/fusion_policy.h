@@ -20,10 +20,10 @@
 namespace kiln {
 
 struct FusionQuery {
-  const UOp* node = nullptr;           // the tensor node reached
-  std::vector<const UOp*> loops;       // enclosing loops of the consumer, outermost first
-  std::vector<const UOp*> used;        // the loops the node's index (and gate) depend on
-  int64_t recompute = 1;               // times each value would be recomputed if inlined
+  const UOp* node = nullptr;      // the tensor node reached
+  std::vector<const UOp*> loops;  // enclosing loops of the consumer, outermost first
+  std::vector<const UOp*> used;   // the loops the node's index (and gate) depend on
+  int64_t recompute = 1;          // times each value would be recomputed if inlined
 };
 
 struct FusionDecision {

@@ -35,7 +35,8 @@ void write(const View& v, int64_t i, ConstValue c) {
 
 class KernelRun {
  public:
-  KernelRun(const KernelProgram& prog, std::vector<View> args) : prog_(prog), args_(std::move(args)) {}
+  KernelRun(const KernelProgram& prog, std::vector<View> args)
+      : prog_(prog), args_(std::move(args)) {}
 
   void run() {
     for (const UOp* st : prog_.ast->src) {
@@ -66,8 +67,9 @@ class KernelRun {
     if (i.is_invalid()) return {-1, 0};
     const View& v = args_.at(static_cast<size_t>(arg));
     if (i.i < 0 || i.i >= v.numel)
-      throw Error(str_cat("interpreter: kernel ", prog_.name, " accesses element ", i.i, " of argument ", arg,
-                          " (", v.numel, " elements) at index ", render(index->src[1], 6)));
+      throw Error(str_cat("interpreter: kernel ", prog_.name, " accesses element ", i.i,
+                          " of argument ", arg, " (", v.numel, " elements) at index ",
+                          render(index->src[1], 6)));
     return {arg, i.i};
   }
 
@@ -76,7 +78,8 @@ class KernelRun {
     std::vector<int64_t> stamp;
     stamp.reserve(rs.size());
     for (const UOp* r : rs) stamp.push_back(env_.at(r));
-    if (auto it = memo_.find(n); it != memo_.end() && it->second.second == stamp) return it->second.first;
+    if (auto it = memo_.find(n); it != memo_.end() && it->second.second == stamp)
+      return it->second.first;
     ConstValue v = compute(n);
     memo_[n] = {v, std::move(stamp)};
     return v;
@@ -84,22 +87,27 @@ class KernelRun {
 
   ConstValue compute(const UOp* n) {
     switch (n->op) {
-      case Op::CONST: return n->cval();
-      case Op::RANGE: return ConstValue::of_int(env_.at(n));
+      case Op::CONST:
+        return n->cval();
+      case Op::RANGE:
+        return ConstValue::of_int(env_.at(n));
       case Op::LOAD: {
         auto [arg, off] = address(n->src[0]);
         if (arg < 0) return normalize_const(n->dtype, ConstValue::of_int(0));
         return read(args_[static_cast<size_t>(arg)], off);
       }
-      case Op::CAST: return eval_cast(n->src[0]->dtype, n->dtype, eval(n->src[0]));
-      case Op::BITCAST: return eval_bitcast(n->src[0]->dtype, n->dtype, eval(n->src[0]));
+      case Op::CAST:
+        return eval_cast(n->src[0]->dtype, n->dtype, eval(n->src[0]));
+      case Op::BITCAST:
+        return eval_bitcast(n->src[0]->dtype, n->dtype, eval(n->src[0]));
       case Op::REDUCE: {
         std::vector<const UOp*> ranges(n->src.begin() + 1, n->src.end());
         std::optional<ConstValue> acc;
         Op op = n->op_arg();
         loop(ranges, 0, [&] {
           ConstValue v = eval(n->src[0]);
-          if (!acc) acc = v;
+          if (!acc)
+            acc = v;
           else {
             ConstValue a[2] = {*acc, v};
             acc = normalize_const(n->dtype, eval_alu(op, n->dtype, a));
@@ -108,7 +116,8 @@ class KernelRun {
         KILN_CHECK(acc.has_value(), "REDUCE over an empty range in ", prog_.name);
         return *acc;
       }
-      default: break;
+      default:
+        break;
     }
     if (alu_arity(n->op)) {
       std::array<ConstValue, 3> a;
@@ -117,9 +126,11 @@ class KernelRun {
       for (size_t i = 0; i < n->src.size(); ++i)
         if (a[i].is_invalid()) return ConstValue::invalid();
       DType d = n->src[0]->dtype;
-      return normalize_const(n->dtype, eval_alu(n->op, d, std::span<const ConstValue>(a.data(), n->src.size())));
+      return normalize_const(
+          n->dtype, eval_alu(n->op, d, std::span<const ConstValue>(a.data(), n->src.size())));
     }
-    throw InternalError(str_cat("interpreter: unsupported op ", op_name(n->op), " in ", prog_.name));
+    throw InternalError(
+        str_cat("interpreter: unsupported op ", op_name(n->op), " in ", prog_.name));
   }
 
   const KernelProgram& prog_;
@@ -130,8 +141,10 @@ class KernelRun {
 
 }  // namespace
 
-std::map<std::string, NDArray> interpret(const Plan& plan, const Graph& g, const std::map<std::string, NDArray>& inputs) {
-  std::vector<uint8_t> arena(static_cast<size_t>(plan.memory.arena_bytes), 0xCD);  // poison: reads before writes show
+std::map<std::string, NDArray> interpret(const Plan& plan, const Graph& g,
+                                         const std::map<std::string, NDArray>& inputs) {
+  std::vector<uint8_t> arena(static_cast<size_t>(plan.memory.arena_bytes),
+                             0xCD);  // poison: reads before writes show
   std::map<std::string, NDArray> outputs;
   std::vector<NDArray> inputs_copy;
   std::vector<View> views(plan.buffers.size(), View{nullptr, DType(), 0});
@@ -141,8 +154,9 @@ std::map<std::string, NDArray> interpret(const Plan& plan, const Graph& g, const
     auto it = inputs.find(b.name);
     if (it == inputs.end()) throw Error("interpreter: no value for input '" + b.name + "'");
     if (it->second.shape() != b.shape || it->second.dtype() != b.dtype)
-      throw Error("interpreter: input '" + b.name + "' is " + it->second.dtype().str() + " " + shape_str(it->second.shape()) +
-                  ", the model wants " + b.dtype.str() + " " + shape_str(b.shape));
+      throw Error("interpreter: input '" + b.name + "' is " + it->second.dtype().str() + " " +
+                  shape_str(it->second.shape()) + ", the model wants " + b.dtype.str() + " " +
+                  shape_str(b.shape));
     inputs_copy.push_back(it->second);
     views[static_cast<size_t>(id)] = {inputs_copy.back().data(), b.dtype, b.numel()};
   }

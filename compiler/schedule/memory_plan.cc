@@ -8,7 +8,9 @@ namespace kiln {
 
 namespace {
 
-int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+int64_t round_up(int64_t v, int64_t a) {
+  return (v + a - 1) / a * a;
+}
 
 struct Lifetime {
   int first = -1, last = -1;
@@ -47,7 +49,8 @@ void plan_memory(Plan& plan, int64_t alignment) {
     if (b.kind != BufferKind::Intermediate) continue;
     const Lifetime& lt = life[static_cast<size_t>(b.id)];
     KILN_CHECK(lt.first >= 0, "intermediate buffer ", b.name, " is never written");
-    todo.push_back({b.id, 0, round_up(std::max<int64_t>(b.bytes(), 1), alignment), lt.first, lt.last});
+    todo.push_back(
+        {b.id, 0, round_up(std::max<int64_t>(b.bytes(), 1), alignment), lt.first, lt.last});
   }
   // Largest first; ties by earlier start, then buffer id (deterministic).
   std::stable_sort(todo.begin(), todo.end(), [](const MemorySlot& a, const MemorySlot& b) {
@@ -60,7 +63,8 @@ void plan_memory(Plan& plan, int64_t alignment) {
     std::vector<const MemorySlot*> live;
     for (const MemorySlot& p : placed)
       if (intersects(p, s)) live.push_back(&p);
-    std::sort(live.begin(), live.end(), [](const MemorySlot* a, const MemorySlot* b) { return a->offset < b->offset; });
+    std::sort(live.begin(), live.end(),
+              [](const MemorySlot* a, const MemorySlot* b) { return a->offset < b->offset; });
     // Best fit: the smallest gap between live buffers that holds s.
     int64_t best = -1, best_gap = 0, cursor = 0;
     for (const MemorySlot* p : live) {
@@ -75,12 +79,14 @@ void plan_memory(Plan& plan, int64_t alignment) {
     placed.push_back(s);
     mp.arena_bytes = std::max(mp.arena_bytes, s.offset + s.size);
   }
-  std::sort(placed.begin(), placed.end(), [](const MemorySlot& a, const MemorySlot& b) { return a.buffer < b.buffer; });
+  std::sort(placed.begin(), placed.end(),
+            [](const MemorySlot& a, const MemorySlot& b) { return a.buffer < b.buffer; });
   mp.slots = placed;
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     int64_t live = 0;
     for (const MemorySlot& s : placed)
-      if (s.first_group <= static_cast<int>(g) && static_cast<int>(g) <= s.last_group) live += s.size;
+      if (s.first_group <= static_cast<int>(g) && static_cast<int>(g) <= s.last_group)
+        live += s.size;
     mp.lower_bound_bytes = std::max(mp.lower_bound_bytes, live);
   }
 }
@@ -92,16 +98,20 @@ std::string check_memory_plan(const Plan& plan) {
   for (const MemorySlot& s : mp.slots) {
     const PlanBuffer& b = plan.buffer(s.buffer);
     if (b.kind != BufferKind::Intermediate) return "slot for non-intermediate buffer " + b.name;
-    if (s.offset < 0 || s.offset % mp.alignment != 0) return "buffer " + b.name + ": misaligned offset";
-    if (s.size < b.bytes() || s.offset + s.size > mp.arena_bytes) return "buffer " + b.name + ": outside the arena";
+    if (s.offset < 0 || s.offset % mp.alignment != 0)
+      return "buffer " + b.name + ": misaligned offset";
+    if (s.size < b.bytes() || s.offset + s.size > mp.arena_bytes)
+      return "buffer " + b.name + ": outside the arena";
     const Lifetime& lt = life[static_cast<size_t>(s.buffer)];
     if (s.first_group > lt.first || s.last_group < lt.last)
-      return "buffer " + b.name + ": lifetime [" + std::to_string(s.first_group) + "," + std::to_string(s.last_group) +
-             "] does not cover its uses [" + std::to_string(lt.first) + "," + std::to_string(lt.last) + "]";
+      return "buffer " + b.name + ": lifetime [" + std::to_string(s.first_group) + "," +
+             std::to_string(s.last_group) + "] does not cover its uses [" +
+             std::to_string(lt.first) + "," + std::to_string(lt.last) + "]";
     has_slot[static_cast<size_t>(s.buffer)] = true;
   }
   for (const PlanBuffer& b : plan.buffers)
-    if (b.kind == BufferKind::Intermediate && !has_slot[static_cast<size_t>(b.id)]) return "buffer " + b.name + " has no slot";
+    if (b.kind == BufferKind::Intermediate && !has_slot[static_cast<size_t>(b.id)])
+      return "buffer " + b.name + " has no slot";
   for (size_t i = 0; i < mp.slots.size(); ++i)
     for (size_t j = i + 1; j < mp.slots.size(); ++j) {
       const MemorySlot& a = mp.slots[i];

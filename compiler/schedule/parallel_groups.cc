@@ -11,7 +11,8 @@ void parallel_groups(Plan& plan) {
   std::vector<int> writer(plan.buffers.size(), -1);
   for (size_t i = 0; i < n; ++i) {
     int out = plan.launches[i].args.at(0);
-    KILN_CHECK(writer[static_cast<size_t>(out)] < 0, "buffer ", plan.buffer(out).name, " written by two launches");
+    KILN_CHECK(writer[static_cast<size_t>(out)] < 0, "buffer ", plan.buffer(out).name,
+               " written by two launches");
     writer[static_cast<size_t>(out)] = static_cast<int>(i);
   }
   // Kahn's algorithm over launch -> launch edges, computing each launch's level.
@@ -37,13 +38,15 @@ void parallel_groups(Plan& plan) {
     ++seen;
     max_level = std::max(max_level, level[static_cast<size_t>(i)]);
     for (int u : users[static_cast<size_t>(i)]) {
-      level[static_cast<size_t>(u)] = std::max(level[static_cast<size_t>(u)], level[static_cast<size_t>(i)] + 1);
+      level[static_cast<size_t>(u)] =
+          std::max(level[static_cast<size_t>(u)], level[static_cast<size_t>(i)] + 1);
       if (--indegree[static_cast<size_t>(u)] == 0) ready.push_back(u);
     }
   }
   KILN_CHECK(seen == n, "the kernel graph has a cycle");
   std::vector<std::vector<int>> groups(static_cast<size_t>(max_level + 1));
-  for (size_t i = 0; i < n; ++i) groups[static_cast<size_t>(level[i])].push_back(static_cast<int>(i));
+  for (size_t i = 0; i < n; ++i)
+    groups[static_cast<size_t>(level[i])].push_back(static_cast<int>(i));
   // Reorder launches group by group and renumber.
   std::vector<Launch> ordered;
   plan.groups.clear();

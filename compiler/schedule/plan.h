@@ -58,7 +58,7 @@ struct Plan {
   std::vector<Launch> launches;          // in an order that respects dependencies
   std::vector<std::vector<int>> groups;  // launch indices per parallel group, in execution order
   MemoryPlan memory;
-  std::vector<std::string> fusion_log;   // --explain-fusion
+  std::vector<std::string> fusion_log;  // --explain-fusion
 
   int64_t constant_bytes() const;
   const PlanBuffer& buffer(int id) const { return buffers.at(static_cast<size_t>(id)); }

@@ -120,12 +120,18 @@ class Lowerer {
     }
     const UOp* t = ctx_.const_bool(true);
     const UOp* value;
-    if (copy) value = root->op == Op::BUFFER ? load(buffer_of_leaf(root), root, idx, t) : load(realized_.at(root), root, idx, t);
-    else if (root->op == Op::CONTIGUOUS) value = lower(root->src[0], idx, t);
-    else value = compute(root, idx, t);
+    if (copy)
+      value = root->op == Op::BUFFER ? load(buffer_of_leaf(root), root, idx, t)
+                                     : load(realized_.at(root), root, idx, t);
+    else if (root->op == Op::CONTIGUOUS)
+      value = lower(root->src[0], idx, t);
+    else
+      value = compute(root, idx, t);
     const UOp* out_idx = linear_index(idx, shape);
-    const UOp* g = ctx_.make(Op::DEFINE_GLOBAL, DType::ptr(root->dtype.scalar, shape_numel(shape)), {}, int64_t{0});
-    const UOp* store = ctx_.make(Op::STORE, dtypes::void_, {ctx_.make(Op::INDEX, g->dtype, {g, out_idx}), value});
+    const UOp* g = ctx_.make(Op::DEFINE_GLOBAL, DType::ptr(root->dtype.scalar, shape_numel(shape)),
+                             {}, int64_t{0});
+    const UOp* store =
+        ctx_.make(Op::STORE, dtypes::void_, {ctx_.make(Op::INDEX, g->dtype, {g, out_idx}), value});
     const UOp* ast = graph_rewrite(ctx_.make(Op::SINK, dtypes::void_, {store}), pm_symbolic());
     verify(ast, IrStage::Kernel);
     res_.kernels.push_back({ast, args_, describe_node(root)});
@@ -153,13 +159,17 @@ class Lowerer {
     const UOp* v = simplify(valid);
     if (v->is_const(0)) return zero(node->dtype);
     const UOp* lin = linear_index(idx, node->shape());
-    const UOp* index = v->is_const(1) ? lin : simplify(v->where(simplify_given(lin, v), ctx_.invalid()));
+    const UOp* index =
+        v->is_const(1) ? lin : simplify(v->where(simplify_given(lin, v), ctx_.invalid()));
     const PlanBuffer& b = res_.buffers[static_cast<size_t>(buffer)];
-    const UOp* g = ctx_.make(Op::DEFINE_GLOBAL, DType::ptr(b.dtype.scalar, b.numel()), {}, int64_t{arg_for(buffer)});
+    const UOp* g = ctx_.make(Op::DEFINE_GLOBAL, DType::ptr(b.dtype.scalar, b.numel()), {},
+                             int64_t{arg_for(buffer)});
     return ctx_.make(Op::LOAD, node->dtype, {ctx_.make(Op::INDEX, g->dtype, {g, index})});
   }
 
-  const UOp* zero(DType d) { return d.is_float() ? ctx_.const_float(d, 0.0) : ctx_.const_int(d, 0); }
+  const UOp* zero(DType d) {
+    return d.is_float() ? ctx_.const_float(d, 0.0) : ctx_.const_int(d, 0);
+  }
 
   // ---------------------------------------------------------------- fusion decisions
 
@@ -198,12 +208,15 @@ class Lowerer {
   const UOp* lower_uncached(const UOp* n, const Idx& idx, const UOp* valid) {
     if (n->op == Op::BUFFER) return load(buffer_of_leaf(n), n, idx, valid);
     if (n != root_) {
-      if (auto it = realized_.find(n); it != realized_.end()) return load(it->second, n, idx, valid);
+      if (auto it = realized_.find(n); it != realized_.end())
+        return load(it->second, n, idx, valid);
       if (n->op == Op::CONTIGUOUS) return load(realize(n), n, idx, valid);
-      bool computes = alu_arity(n->op) || n->op == Op::REDUCE_AXIS || n->op == Op::CAST || n->op == Op::BITCAST;
+      bool computes =
+          alu_arity(n->op) || n->op == Op::REDUCE_AXIS || n->op == Op::CAST || n->op == Op::BITCAST;
       if (computes) {
         FusionDecision d = policy_.decide(query(n, idx, valid));
-        res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ", describe_node(n), " -> ",
+        res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ",
+                                          describe_node(n), " -> ",
                                           d.inline_it ? "inlined" : "kept", " (", d.reason, ")"));
         if (!d.inline_it) return load(realize(n), n, idx, valid);
       }
@@ -220,8 +233,10 @@ class Lowerer {
     }
     const UOp* s0 = n->src.empty() ? nullptr : n->src[0];
     switch (n->op) {
-      case Op::CONTIGUOUS: return lower(s0, idx, valid);
-      case Op::RESHAPE: return lower(s0, reshape_index(idx, n->shape(), s0->shape()), valid);
+      case Op::CONTIGUOUS:
+        return lower(s0, idx, valid);
+      case Op::RESHAPE:
+        return lower(s0, reshape_index(idx, n->shape(), s0->shape()), valid);
       case Op::PERMUTE: {
         Idx si(idx.size());
         const auto& p = n->varg();
@@ -270,14 +285,16 @@ class Lowerer {
         size_t k = w.size() / 3, lead = s0->shape().size() - k;
         Idx si(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(lead));
         for (size_t j = 0; j < k; ++j)
-          si.push_back(simplify(idx[lead + j]->mul(w[k + j])->add(idx[lead + k + j]->mul(w[2 * k + j]))));
+          si.push_back(
+              simplify(idx[lead + j]->mul(w[k + j])->add(idx[lead + k + j]->mul(w[2 * k + j]))));
         return lower(s0, si, valid);
       }
       case Op::GATHER: {
         const UOp* ix = n->src[1];
         size_t axis = static_cast<size_t>(n->iarg()), k = ix->shape().size();
         int64_t dim = s0->shape()[axis];
-        Idx ii(idx.begin() + static_cast<std::ptrdiff_t>(axis), idx.begin() + static_cast<std::ptrdiff_t>(axis + k));
+        Idx ii(idx.begin() + static_cast<std::ptrdiff_t>(axis),
+               idx.begin() + static_cast<std::ptrdiff_t>(axis + k));
         const UOp* gv = simplify(lower(ix, ii, valid)->cast(dtypes::index));
         const UOp* gw = simplify(gv->lt(int64_t{0})->where(gv->add(dim), gv));
         const UOp* cond = simplify(gw->ge(int64_t{0})->logical_and(gw->lt(dim)));
@@ -293,7 +310,8 @@ class Lowerer {
         Idx si = idx;
         std::vector<const UOp*> ranges;
         for (int64_t a : r.axes) {
-          const UOp* rr = ctx_.range(s0->shape()[static_cast<size_t>(a)], next_range_++, AxisKind::Reduce);
+          const UOp* rr =
+              ctx_.range(s0->shape()[static_cast<size_t>(a)], next_range_++, AxisKind::Reduce);
           ranges.push_back(rr);
           si[static_cast<size_t>(a)] = rr;
         }
@@ -305,7 +323,8 @@ class Lowerer {
         src.insert(src.end(), ranges.begin(), ranges.end());
         return ctx_.make(Op::REDUCE, n->dtype, std::move(src), r.op);
       }
-      default: break;
+      default:
+        break;
     }
     throw InternalError(str_cat("rangeify: cannot lower ", describe_node(n)));
   }
@@ -340,6 +359,8 @@ class Lowerer {
 
 }  // namespace
 
-RangeifyResult rangeify(Graph& g, const FusionPolicy& policy) { return Lowerer(g, policy).run(); }
+RangeifyResult rangeify(Graph& g, const FusionPolicy& policy) {
+  return Lowerer(g, policy).run();
+}
 
 }  // namespace kiln

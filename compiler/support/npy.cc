@@ -23,7 +23,8 @@ constexpr DescrMap kDescrs[] = {
 
 std::string dict_value(const std::string& header, const std::string& key, const std::string& what) {
   size_t k = header.find("'" + key + "'");
-  if (k == std::string::npos) throw Error(what + ": .npy header has no '" + key + "' (header: " + header + ")");
+  if (k == std::string::npos)
+    throw Error(what + ": .npy header has no '" + key + "' (header: " + header + ")");
   size_t colon = header.find(':', k);
   if (colon == std::string::npos) throw Error(what + ": malformed .npy header: " + header);
   size_t v = header.find_first_not_of(' ', colon + 1);
@@ -69,7 +70,8 @@ NpyArray parse_npy(const std::vector<uint8_t>& b, const std::string& what) {
   if (off + header_len > b.size()) throw Error(what + ": truncated .npy header");
   std::string header(reinterpret_cast<const char*>(b.data() + off), header_len);
   std::string descr = dict_value(header, "descr", what);
-  if (descr.size() >= 2 && (descr.front() == '\'' || descr.front() == '"')) descr = descr.substr(1, descr.size() - 2);
+  if (descr.size() >= 2 && (descr.front() == '\'' || descr.front() == '"'))
+    descr = descr.substr(1, descr.size() - 2);
   if (descr == "<b1") descr = "|b1";
   if (descr == "<i1") descr = "|i1";
   if (descr == "<u1") descr = "|u1";
@@ -80,9 +82,11 @@ NpyArray parse_npy(const std::vector<uint8_t>& b, const std::string& what) {
       a.dtype = DType(m.kind);
       found = true;
     }
-  if (!found) throw Error(what + ": unsupported .npy dtype '" + descr + "' (big-endian or non-numeric?)");
+  if (!found)
+    throw Error(what + ": unsupported .npy dtype '" + descr + "' (big-endian or non-numeric?)");
   if (dict_value(header, "fortran_order", what).find("True") != std::string::npos)
-    throw Error(what + ": Fortran-order .npy arrays are not supported; save with np.ascontiguousarray");
+    throw Error(what +
+                ": Fortran-order .npy arrays are not supported; save with np.ascontiguousarray");
   std::string shape = dict_value(header, "shape", what);
   for (size_t i = 1; i < shape.size();) {
     size_t j = shape.find_first_of(",)", i);
@@ -102,8 +106,8 @@ NpyArray parse_npy(const std::vector<uint8_t>& b, const std::string& what) {
   size_t data_off = off + header_len;
   size_t want = static_cast<size_t>(a.numel()) * static_cast<size_t>(a.dtype.itemsize());
   if (b.size() - data_off < want)
-    throw Error(what + ": truncated .npy data: " + std::to_string(b.size() - data_off) + " bytes, shape needs " +
-                std::to_string(want));
+    throw Error(what + ": truncated .npy data: " + std::to_string(b.size() - data_off) +
+                " bytes, shape needs " + std::to_string(want));
   a.data.assign(b.begin() + static_cast<std::ptrdiff_t>(data_off),
                 b.begin() + static_cast<std::ptrdiff_t>(data_off + want));
   return a;
@@ -121,10 +125,13 @@ std::vector<uint8_t> serialize_npy(const NpyArray& a) {
   if (descr.empty()) throw Error("write_npy: dtype " + a.dtype.str() + " has no .npy form");
   std::string shape = "(";
   for (size_t i = 0; i < a.shape.size(); ++i) shape += std::to_string(a.shape[i]) + ", ";
-  if (a.shape.size() > 1) shape.resize(shape.size() - 2);
-  else if (a.shape.size() == 1) shape.resize(shape.size() - 1);
+  if (a.shape.size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (a.shape.size() == 1)
+    shape.resize(shape.size() - 1);
   shape += ")";
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';

@@ -12,7 +12,8 @@ namespace kiln {
 namespace {
 
 // Calls f(out_index, multi_index) for every element of `shape` in C order.
-void for_each_index(const Shape& shape, const std::function<void(int64_t, const std::vector<int64_t>&)>& f) {
+void for_each_index(const Shape& shape,
+                    const std::function<void(int64_t, const std::vector<int64_t>&)>& f) {
   int64_t n = shape_numel(shape);
   std::vector<int64_t> idx(shape.size(), 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -55,8 +56,9 @@ NDArray EagerEvaluator::compute(const UOp* u) {
       auto it = inputs_.find(b.name);
       if (it == inputs_.end()) throw Error("eager evaluation: no value for input '" + b.name + "'");
       if (it->second.shape() != b.shape || it->second.dtype() != u->dtype)
-        throw Error("eager evaluation: input '" + b.name + "' is " + it->second.dtype().str() + " " +
-                    shape_str(it->second.shape()) + ", the model wants " + u->dtype.str() + " " + shape_str(b.shape));
+        throw Error("eager evaluation: input '" + b.name + "' is " + it->second.dtype().str() +
+                    " " + shape_str(it->second.shape()) + ", the model wants " + u->dtype.str() +
+                    " " + shape_str(b.shape));
       return it->second;
     }
     case Op::CONST: {
@@ -64,17 +66,21 @@ NDArray EagerEvaluator::compute(const UOp* u) {
       a.set(0, u->cval());
       return a;
     }
-    case Op::CONTIGUOUS: return src(0);
-    case Op::RESHAPE: return NDArray(u->dtype, shape, src(0).bytes());
+    case Op::CONTIGUOUS:
+      return src(0);
+    case Op::RESHAPE:
+      return NDArray(u->dtype, shape, src(0).bytes());
     case Op::CAST:
     case Op::BITCAST: {
       const NDArray& s = src(0);
       NDArray a(u->dtype, shape);
       for (int64_t i = 0; i < a.numel(); ++i)
-        a.set(i, u->op == Op::CAST ? eval_cast(s.dtype(), u->dtype, s.get(i)) : eval_bitcast(s.dtype(), u->dtype, s.get(i)));
+        a.set(i, u->op == Op::CAST ? eval_cast(s.dtype(), u->dtype, s.get(i))
+                                   : eval_bitcast(s.dtype(), u->dtype, s.get(i)));
       return a;
     }
-    default: break;
+    default:
+      break;
   }
   if (alu_arity(u->op)) {
     NDArray a(u->dtype, shape);
@@ -142,7 +148,8 @@ NDArray EagerEvaluator::compute(const UOp* u) {
       size_t n = w.size() / 3, lead = in.size() - n;
       for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
         for (size_t i = 0; i < lead; ++i) si[i] = idx[i];
-        for (size_t j = 0; j < n; ++j) si[lead + j] = idx[lead + j] * w[n + j] + idx[lead + n + j] * w[2 * n + j];
+        for (size_t j = 0; j < n; ++j)
+          si[lead + j] = idx[lead + j] * w[n + j] + idx[lead + n + j] * w[2 * n + j];
         a.set(o, s.get(linear(si, st)));
       });
       return a;
@@ -184,7 +191,8 @@ NDArray EagerEvaluator::compute(const UOp* u) {
       });
       return a;
     }
-    default: break;
+    default:
+      break;
   }
   throw InternalError(str_cat("eager evaluation: unsupported op ", op_name(u->op)));
 }

@@ -23,7 +23,8 @@ const UOp* Graph::add_input(const std::string& name, DType dtype, const Shape& s
   if (buffer_names_.count(name)) throw Error("input '" + name + "': the name is already used");
   for (int64_t d : shape)
     if (d < 0) throw Error("input '" + name + "': negative dimension");
-  const UOp* b = ctx_->make(Op::BUFFER, dtype, {}, BufferArg{name, next_buffer_id_, BufferKind::Input, shape});
+  const UOp* b =
+      ctx_->make(Op::BUFFER, dtype, {}, BufferArg{name, next_buffer_id_, BufferKind::Input, shape});
   buffer_names_[name] = next_buffer_id_++;
   inputs_.push_back({name, b});
   return b;
@@ -31,8 +32,10 @@ const UOp* Graph::add_input(const std::string& name, DType dtype, const Shape& s
 
 const UOp* Graph::add_weight(const std::string& name, NDArray data) {
   if (buffer_names_.count(name)) throw Error("weight '" + name + "': the name is already used");
-  const UOp* b = ctx_->make(Op::BUFFER, data.dtype(), {}, BufferArg{name, next_buffer_id_, BufferKind::Weight, data.shape()});
+  const UOp* b = ctx_->make(Op::BUFFER, data.dtype(), {},
+                            BufferArg{name, next_buffer_id_, BufferKind::Weight, data.shape()});
   buffer_names_[name] = next_buffer_id_;
+  weight_nodes_[next_buffer_id_] = b;
   weights_.emplace(next_buffer_id_++, std::move(data));
   return b;
 }
@@ -48,6 +51,12 @@ const NDArray& Graph::weight(int64_t id) const {
   auto it = weights_.find(id);
   if (it == weights_.end()) throw InternalError("no weight with buffer id " + std::to_string(id));
   return it->second;
+}
+
+std::vector<const UOp*> Graph::weight_nodes() const {
+  std::vector<const UOp*> out;
+  for (const auto& [id, u] : weight_nodes_) out.push_back(u);
+  return out;
 }
 
 const UOp* Graph::sink() const {

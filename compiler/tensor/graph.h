@@ -40,8 +40,12 @@ class Graph {
   const std::vector<GraphOutput>& outputs() const { return outputs_; }
   std::vector<GraphOutput>& mutable_outputs() { return outputs_; }
   const NDArray& weight(int64_t id) const;
-  bool is_weight(const UOp* u) const { return u->op == Op::BUFFER && u->buffer().kind == BufferKind::Weight; }
+  bool is_weight(const UOp* u) const {
+    return u->op == Op::BUFFER && u->buffer().kind == BufferKind::Weight;
+  }
   const std::map<int64_t, NDArray>& weights() const { return weights_; }
+  // The BUFFER node of every weight, in id order.
+  std::vector<const UOp*> weight_nodes() const;
 
   // All outputs under one SINK (for whole-graph rewrites, toposorts and dumps).
   const UOp* sink() const;
@@ -55,6 +59,7 @@ class Graph {
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;
   std::map<int64_t, NDArray> weights_;
+  std::map<int64_t, const UOp*> weight_nodes_;
   std::map<std::string, int64_t> buffer_names_;
   int64_t next_buffer_id_ = 0;
 };

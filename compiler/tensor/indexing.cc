@@ -15,8 +15,9 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis) {
   int64_t total = 0;
   for (const Tensor& t : parts) {
     if (t.ndim() != first.ndim() || t.dtype() != first.dtype())
-      throw Error("concat: inputs " + shape_str(first.shape()) + " " + first.dtype().str() + " and " +
-                  shape_str(t.shape()) + " " + t.dtype().str() + " differ in rank or dtype");
+      throw Error("concat: inputs " + shape_str(first.shape()) + " " + first.dtype().str() +
+                  " and " + shape_str(t.shape()) + " " + t.dtype().str() +
+                  " differ in rank or dtype");
     for (int64_t i = 0; i < t.ndim(); ++i)
       if (i != a && t.shape()[static_cast<size_t>(i)] != first.shape()[static_cast<size_t>(i)])
         throw Error("concat: inputs " + shape_str(first.shape()) + " and " + shape_str(t.shape()) +
@@ -74,12 +75,14 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
     std::iota(axes.begin(), axes.end(), 0);
   }
   std::vector<int64_t> steps = steps_in.empty() ? std::vector<int64_t>(n, 1) : steps_in;
-  if (axes.size() != n || steps.size() != n) throw Error("slice: starts, ends, axes and steps differ in length");
+  if (axes.size() != n || steps.size() != n)
+    throw Error("slice: starts, ends, axes and steps differ in length");
   Tensor r = x;
   std::vector<bool> seen(static_cast<size_t>(x.ndim()), false);
   for (size_t i = 0; i < n; ++i) {
     int64_t a = x.norm_axis(axes[i], "slice");
-    if (seen[static_cast<size_t>(a)]) throw Error("slice: axis " + std::to_string(a) + " listed twice");
+    if (seen[static_cast<size_t>(a)])
+      throw Error("slice: axis " + std::to_string(a) + " listed twice");
     seen[static_cast<size_t>(a)] = true;
     int64_t d = x.dim(a), step = steps[i];
     if (step == 0) throw Error("slice: step 0 on axis " + std::to_string(a));
@@ -154,7 +157,8 @@ Tensor arange(Graph& g, double start, double stop, double step, DType dtype) {
   NDArray a(dtype, {n});
   for (int64_t i = 0; i < n; ++i) {
     double v = start + static_cast<double>(i) * step;
-    a.set(i, dtype.is_float() ? ConstValue::of_float(v) : ConstValue::of_int(static_cast<int64_t>(v)));
+    a.set(i,
+          dtype.is_float() ? ConstValue::of_float(v) : ConstValue::of_int(static_cast<int64_t>(v)));
   }
   return Tensor::weight(g, g.fresh_name("arange"), std::move(a));
 }
@@ -174,7 +178,8 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
   p.back() = exclusive ? std::make_pair(n, int64_t{-1}) : std::make_pair(n - 1, int64_t{0});
   t = t.pad(p, 0.0).window({n}, {1}, {1}).sum({-1});
   std::vector<int64_t> inv(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   t = t.permute(inv);
   return reverse ? t.flip({a}) : t;
 }

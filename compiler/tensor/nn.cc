@@ -10,23 +10,27 @@ namespace kiln {
 
 namespace {
 
-std::vector<int64_t> or_default(const std::vector<int64_t>& v, size_t n, int64_t d, const char* what,
-                                const char* op) {
+std::vector<int64_t> or_default(const std::vector<int64_t>& v, size_t n, int64_t d,
+                                const char* what, const char* op) {
   if (v.empty()) return std::vector<int64_t>(n, d);
-  if (v.size() != n) throw Error(str_cat(op, ": ", what, " has ", v.size(), " values for ", n, " spatial axes"));
+  if (v.size() != n)
+    throw Error(str_cat(op, ": ", what, " has ", v.size(), " values for ", n, " spatial axes"));
   return v;
 }
 
-std::vector<std::pair<int64_t, int64_t>> pads_or_zero(const std::vector<std::pair<int64_t, int64_t>>& p, size_t n,
-                                                      const char* op) {
+std::vector<std::pair<int64_t, int64_t>> pads_or_zero(
+    const std::vector<std::pair<int64_t, int64_t>>& p, size_t n, const char* op) {
   if (p.empty()) return std::vector<std::pair<int64_t, int64_t>>(n, {0, 0});
-  if (p.size() != n) throw Error(str_cat(op, ": padding has ", p.size(), " pairs for ", n, " spatial axes"));
+  if (p.size() != n)
+    throw Error(str_cat(op, ": padding has ", p.size(), " pairs for ", n, " spatial axes"));
   return p;
 }
 
 // Pads only the trailing `spatial.size()` axes.
-Tensor pad_spatial(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& spatial, double value) {
-  std::vector<std::pair<int64_t, int64_t>> all(static_cast<size_t>(x.ndim()) - spatial.size(), {0, 0});
+Tensor pad_spatial(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& spatial,
+                   double value) {
+  std::vector<std::pair<int64_t, int64_t>> all(static_cast<size_t>(x.ndim()) - spatial.size(),
+                                               {0, 0});
   all.insert(all.end(), spatial.begin(), spatial.end());
   return x.pad(all, value);
 }
@@ -42,13 +46,17 @@ std::vector<int64_t> axes_from(int64_t first, int64_t n) {
 
 Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvParams& p) {
   int64_t nsp = x.ndim() - 2;
-  if (nsp < 1 || nsp > 3) throw Error("conv: input must be (N, C, spatial...) with 1-3 spatial axes, got " + shape_str(x.shape()));
+  if (nsp < 1 || nsp > 3)
+    throw Error("conv: input must be (N, C, spatial...) with 1-3 spatial axes, got " +
+                shape_str(x.shape()));
   if (w.ndim() != x.ndim())
-    throw Error("conv: weight " + shape_str(w.shape()) + " does not match input " + shape_str(x.shape()));
+    throw Error("conv: weight " + shape_str(w.shape()) + " does not match input " +
+                shape_str(x.shape()));
   if (x.dtype() != w.dtype()) throw Error("conv: input and weight dtypes differ");
   int64_t g = p.groups, n = x.dim(0), c = x.dim(1), co = w.dim(0), cg = w.dim(1);
   if (g < 1 || c % g != 0 || co % g != 0 || cg * g != c)
-    throw Error(str_cat("conv: ", c, " input channels, weight ", shape_str(w.shape()), " and groups=", g,
+    throw Error(str_cat("conv: ", c, " input channels, weight ", shape_str(w.shape()),
+                        " and groups=", g,
                         " do not fit (need C == weight.dim(1) * groups, Co % groups == 0)"));
   size_t ns = static_cast<size_t>(nsp);
   auto stride = or_default(p.stride, ns, 1, "stride", "conv");
@@ -59,7 +67,8 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   Tensor xp = pad_spatial(x, pads, 0.0);
   for (size_t j = 0; j < ns; ++j)
     if (dil[j] * (kernel[j] - 1) + 1 > xp.dim(static_cast<int64_t>(2 + j)))
-      throw Error(str_cat("conv: kernel ", shape_str(kernel), " is larger than the padded input ", shape_str(xp.shape())));
+      throw Error(str_cat("conv: kernel ", shape_str(kernel), " is larger than the padded input ",
+                          shape_str(xp.shape())));
   Tensor xw = xp.window(kernel, stride, dil);  // (N, C, *o, *k)
   Shape out_sp(xw.shape().begin() + 2, xw.shape().begin() + 2 + nsp);
   // (N, C, *o, *k) -> (N, g, C/g, *o, *k) -> (N, g, *o, C/g, *k) -> (N, g, 1, *o, C/g, *k)
@@ -83,7 +92,8 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   out.insert(out.end(), out_sp.begin(), out_sp.end());
   r = r.reshape(out);
   if (bias) {
-    if (bias->ndim() != 1 || bias->dim(0) != co) throw Error(str_cat("conv: bias ", shape_str(bias->shape()), " for ", co, " channels"));
+    if (bias->ndim() != 1 || bias->dim(0) != co)
+      throw Error(str_cat("conv: bias ", shape_str(bias->shape()), " for ", co, " channels"));
     Shape bs = {1, co};
     bs.insert(bs.end(), ns, 1);
     r = r.add(bias->reshape(bs));
@@ -103,12 +113,14 @@ PoolGeometry pool_geometry(const Tensor& x, const PoolParams& p, const char* op)
   if (nsp < 1 || static_cast<size_t>(nsp) != p.kernel.size())
     throw Error(str_cat(op, ": kernel ", shape_str(p.kernel), " for input ", shape_str(x.shape())));
   size_t ns = static_cast<size_t>(nsp);
-  PoolGeometry g{or_default(p.stride, ns, 1, "stride", op), or_default(p.dilation, ns, 1, "dilation", op),
-                 pads_or_zero(p.padding, ns, op)};
+  PoolGeometry g{or_default(p.stride, ns, 1, "stride", op),
+                 or_default(p.dilation, ns, 1, "dilation", op), pads_or_zero(p.padding, ns, op)};
   for (size_t j = 0; j < ns; ++j) {
     int64_t i = x.dim(static_cast<int64_t>(2 + j)) + g.pads[j].first + g.pads[j].second;
     int64_t span = g.dil[j] * (p.kernel[j] - 1) + 1;
-    if (span > i) throw Error(str_cat(op, ": kernel ", shape_str(p.kernel), " larger than padded input ", shape_str(x.shape())));
+    if (span > i)
+      throw Error(str_cat(op, ": kernel ", shape_str(p.kernel), " larger than padded input ",
+                          shape_str(x.shape())));
     if (p.ceil_mode) {
       int64_t out = (i - span + g.stride[j] - 1) / g.stride[j] + 1;
       // The last window must start inside the input or the leading padding.
@@ -134,26 +146,32 @@ Tensor max_pool(const Tensor& x, const PoolParams& p) {
 Tensor avg_pool(const Tensor& x, const PoolParams& p) {
   PoolGeometry g = pool_geometry(x, p, "avg_pool");
   int64_t nsp = static_cast<int64_t>(p.kernel.size());
-  Tensor sums = pad_spatial(x, g.pads, 0.0).window(p.kernel, g.stride, g.dil).sum(axes_from(x.ndim(), nsp));
+  Tensor sums =
+      pad_spatial(x, g.pads, 0.0).window(p.kernel, g.stride, g.dil).sum(axes_from(x.ndim(), nsp));
   // The divisor per output position: every position in the window that is inside the input
   // (or inside the user padding, with count_include_pad); the ceil-mode extension never counts.
   Shape sp(x.shape().begin() + 2, x.shape().end());
   Tensor ones = Tensor::full(*x.graph(), sp, 1.0, x.dtype());
-  std::vector<std::pair<int64_t, int64_t>> user = pads_or_zero(p.padding, p.kernel.size(), "avg_pool");
+  std::vector<std::pair<int64_t, int64_t>> user =
+      pads_or_zero(p.padding, p.kernel.size(), "avg_pool");
   Tensor counted = p.count_include_pad ? ones.pad(user, 1.0) : ones.pad(user, 0.0);
   std::vector<std::pair<int64_t, int64_t>> extra;
-  for (size_t j = 0; j < g.pads.size(); ++j) extra.push_back({0, g.pads[j].second - user[j].second});
-  Tensor counts = counted.pad(extra, 0.0).window(p.kernel, g.stride, g.dil).sum(axes_from(nsp, nsp));
+  for (size_t j = 0; j < g.pads.size(); ++j)
+    extra.push_back({0, g.pads[j].second - user[j].second});
+  Tensor counts =
+      counted.pad(extra, 0.0).window(p.kernel, g.stride, g.dil).sum(axes_from(nsp, nsp));
   return sums.div(counts);
 }
 
-Tensor batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
-                  double eps) {
-  if (x.ndim() < 2) throw Error("batch_norm: input must be (N, C, ...), got " + shape_str(x.shape()));
+Tensor batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                  const Tensor& var, double eps) {
+  if (x.ndim() < 2)
+    throw Error("batch_norm: input must be (N, C, ...), got " + shape_str(x.shape()));
   int64_t c = x.dim(1);
   for (const Tensor* t : {&scale, &bias, &mean, &var})
     if (t->ndim() != 1 || t->dim(0) != c)
-      throw Error(str_cat("batch_norm: parameter ", shape_str(t->shape()), " for ", c, " channels"));
+      throw Error(
+          str_cat("batch_norm: parameter ", shape_str(t->shape()), " for ", c, " channels"));
   Shape ps = {c};
   ps.insert(ps.end(), static_cast<size_t>(x.ndim() - 2), 1);
   Tensor a = scale.div(var.add(eps).sqrt());
@@ -161,7 +179,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, cons
   return x.mul(a.reshape(ps)).add(b.reshape(ps));
 }
 
-Tensor layer_norm(const Tensor& x, int64_t axis, const Tensor* scale, const Tensor* bias, double eps) {
+Tensor layer_norm(const Tensor& x, int64_t axis, const Tensor* scale, const Tensor* bias,
+                  double eps) {
   int64_t a = x.norm_axis(axis, "layer_norm");
   std::vector<int64_t> axes = axes_from(a, x.ndim() - a);
   Tensor mu = x.mean(axes, true);
@@ -174,7 +193,8 @@ Tensor layer_norm(const Tensor& x, int64_t axis, const Tensor* scale, const Tens
 }
 
 Tensor instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double eps) {
-  if (x.ndim() < 3) throw Error("instance_norm: input must be (N, C, spatial...), got " + shape_str(x.shape()));
+  if (x.ndim() < 3)
+    throw Error("instance_norm: input must be (N, C, spatial...), got " + shape_str(x.shape()));
   std::vector<int64_t> axes = axes_from(2, x.ndim() - 2);
   Tensor mu = x.mean(axes, true);
   Tensor d = x.sub(mu);
@@ -194,7 +214,9 @@ Tensor log_softmax(const Tensor& x, int64_t axis) {
   return s.sub(s.exp().sum({axis}, true).log());
 }
 
-Tensor relu(const Tensor& x) { return x.maximum(0.0); }
+Tensor relu(const Tensor& x) {
+  return x.maximum(0.0);
+}
 
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   if (tanh_approximation) {
@@ -204,13 +226,17 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   return x.mul(0.5).mul(x.mul(M_SQRT1_2).erf().add(1.0));
 }
 
-Tensor silu(const Tensor& x) { return x.mul(x.sigmoid()); }
+Tensor silu(const Tensor& x) {
+  return x.mul(x.sigmoid());
+}
 
 Tensor hard_sigmoid(const Tensor& x, double alpha, double beta) {
   return x.mul(alpha).add(beta).maximum(0.0).minimum(1.0);
 }
 
-Tensor hard_swish(const Tensor& x) { return x.mul(hard_sigmoid(x, 1.0 / 6.0, 0.5)); }
+Tensor hard_swish(const Tensor& x) {
+  return x.mul(hard_sigmoid(x, 1.0 / 6.0, 0.5));
+}
 
 Tensor clip(const Tensor& x, const Tensor* lo, const Tensor* hi) {
   Tensor r = x;
@@ -219,9 +245,13 @@ Tensor clip(const Tensor& x, const Tensor* lo, const Tensor* hi) {
   return r;
 }
 
-Tensor leaky_relu(const Tensor& x, double alpha) { return x.lt(0.0).where(x.mul(alpha), x); }
+Tensor leaky_relu(const Tensor& x, double alpha) {
+  return x.lt(0.0).where(x.mul(alpha), x);
+}
 
-Tensor elu(const Tensor& x, double alpha) { return x.lt(0.0).where(x.exp().sub(1.0).mul(alpha), x); }
+Tensor elu(const Tensor& x, double alpha) {
+  return x.lt(0.0).where(x.exp().sub(1.0).mul(alpha), x);
+}
 
 Tensor softplus(const Tensor& x) {
   // max(x, 0) + log(1 + exp(-|x|)): no overflow for large |x|.

@@ -9,9 +9,9 @@
 namespace kiln {
 
 struct ConvParams {
-  std::vector<int64_t> stride;                           // per spatial axis (default 1)
-  std::vector<std::pair<int64_t, int64_t>> padding;      // per spatial axis (before, after)
-  std::vector<int64_t> dilation;                         // per spatial axis (default 1)
+  std::vector<int64_t> stride;                       // per spatial axis (default 1)
+  std::vector<std::pair<int64_t, int64_t>> padding;  // per spatial axis (before, after)
+  std::vector<int64_t> dilation;                     // per spatial axis (default 1)
   int64_t groups = 1;
 };
 
@@ -36,7 +36,8 @@ Tensor avg_pool(const Tensor& x, const PoolParams& p);
 Tensor batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
                   const Tensor& var, double eps);
 // Normalizes over the axes from `axis` to the end; scale/bias broadcast against those axes.
-Tensor layer_norm(const Tensor& x, int64_t axis, const Tensor* scale, const Tensor* bias, double eps);
+Tensor layer_norm(const Tensor& x, int64_t axis, const Tensor* scale, const Tensor* bias,
+                  double eps);
 // Normalizes over the spatial axes of (N, C, *spatial) per (n, c); scale/bias: (C).
 Tensor instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double eps);
 

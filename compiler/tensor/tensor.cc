@@ -20,8 +20,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw Error(str_cat(op, ": shapes ", shape_str(a), " and ", shape_str(b), " do not broadcast (axis ", i,
-                          ": ", da, " vs ", db, ")"));
+      throw Error(str_cat(op, ": shapes ", shape_str(a), " and ", shape_str(b),
+                          " do not broadcast (axis ", i, ": ", da, " vs ", db, ")"));
     r[i] = da == 1 ? db : da;
   }
   return r;
@@ -31,7 +31,9 @@ Tensor Tensor::make(Op op, DType dtype, std::vector<const UOp*> src, Arg arg) co
   return Tensor(g_, g_->ctx().make(op, dtype, std::move(src), std::move(arg)));
 }
 
-int64_t Tensor::numel() const { return shape_numel(shape()); }
+int64_t Tensor::numel() const {
+  return shape_numel(shape());
+}
 
 int64_t Tensor::norm_axis(int64_t axis, const char* op) const {
   int64_t n = ndim();
@@ -40,7 +42,9 @@ int64_t Tensor::norm_axis(int64_t axis, const char* op) const {
   return axis < 0 ? axis + n : axis;
 }
 
-int64_t Tensor::dim(int64_t axis) const { return shape()[static_cast<size_t>(norm_axis(axis, "dim"))]; }
+int64_t Tensor::dim(int64_t axis) const {
+  return shape()[static_cast<size_t>(norm_axis(axis, "dim"))];
+}
 
 // ---------------------------------------------------------------- leaves
 
@@ -57,16 +61,20 @@ Tensor Tensor::scalar(Graph& g, ConstValue v, DType dtype) {
 }
 
 Tensor Tensor::full(Graph& g, const Shape& shape, double value, DType dtype) {
-  ConstValue v = dtype.is_float() ? ConstValue::of_float(value) : ConstValue::of_int(static_cast<int64_t>(value));
+  ConstValue v = dtype.is_float() ? ConstValue::of_float(value)
+                                  : ConstValue::of_int(static_cast<int64_t>(value));
   return scalar(g, v, dtype).expand(shape);
 }
 
 Tensor Tensor::full_int(Graph& g, const Shape& shape, int64_t value, DType dtype) {
-  ConstValue v = dtype.is_float() ? ConstValue::of_float(static_cast<double>(value)) : ConstValue::of_int(value);
+  ConstValue v = dtype.is_float() ? ConstValue::of_float(static_cast<double>(value))
+                                  : ConstValue::of_int(value);
   return scalar(g, v, dtype).expand(shape);
 }
 
-Tensor Tensor::like(double v) const { return full(*g_, {}, v, dtype()); }
+Tensor Tensor::like(double v) const {
+  return full(*g_, {}, v, dtype());
+}
 
 // ---------------------------------------------------------------- movement
 
@@ -86,25 +94,28 @@ Tensor Tensor::reshape(const Shape& new_shape) const {
   }
   if (infer >= 0) {
     if (known == 0 || numel() % known != 0)
-      throw Error(str_cat("reshape: cannot infer -1 in ", shape_str(new_shape), " for ", numel(), " elements ",
-                          shape_str(shape())));
+      throw Error(str_cat("reshape: cannot infer -1 in ", shape_str(new_shape), " for ", numel(),
+                          " elements ", shape_str(shape())));
     s[static_cast<size_t>(infer)] = numel() / known;
     known *= s[static_cast<size_t>(infer)];
   }
   if (known != numel())
-    throw Error(str_cat("reshape: ", shape_str(shape()), " (", numel(), " elements) cannot become ", shape_str(s)));
+    throw Error(str_cat("reshape: ", shape_str(shape()), " (", numel(), " elements) cannot become ",
+                        shape_str(s)));
   if (s == shape()) return *this;
   return make(Op::RESHAPE, dtype(), {u_}, s);
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
   if (static_cast<int64_t>(order.size()) != ndim())
-    throw Error(str_cat("permute: order has ", order.size(), " axes, tensor ", shape_str(shape()), " has ", ndim()));
+    throw Error(str_cat("permute: order has ", order.size(), " axes, tensor ", shape_str(shape()),
+                        " has ", ndim()));
   std::vector<int64_t> o(order.size());
   std::vector<bool> seen(order.size(), false);
   for (size_t i = 0; i < order.size(); ++i) {
     o[i] = norm_axis(order[i], "permute");
-    if (seen[static_cast<size_t>(o[i])]) throw Error("permute: axis repeated in " + shape_str(order));
+    if (seen[static_cast<size_t>(o[i])])
+      throw Error("permute: axis repeated in " + shape_str(order));
     seen[static_cast<size_t>(o[i])] = true;
   }
   bool identity = true;
@@ -115,12 +126,14 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
 
 Tensor Tensor::expand(const Shape& target) const {
   if (target.size() < shape().size())
-    throw Error(str_cat("expand: cannot expand ", shape_str(shape()), " to fewer axes ", shape_str(target)));
+    throw Error(str_cat("expand: cannot expand ", shape_str(shape()), " to fewer axes ",
+                        shape_str(target)));
   Shape s = shape();
   s.insert(s.begin(), target.size() - s.size(), 1);
   for (size_t i = 0; i < s.size(); ++i)
     if (s[i] != target[i] && s[i] != 1)
-      throw Error(str_cat("expand: cannot expand ", shape_str(shape()), " to ", shape_str(target), " (axis ", i, ")"));
+      throw Error(str_cat("expand: cannot expand ", shape_str(shape()), " to ", shape_str(target),
+                          " (axis ", i, ")"));
   Tensor r = reshape(s);
   if (s == target) return r;
   return r.make(Op::EXPAND, dtype(), {r.u_}, target);
@@ -135,7 +148,9 @@ Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double 
   for (size_t i = 0; i < pads.size(); ++i) {
     int64_t b = pads[i].first < 0 ? -pads[i].first : 0;
     int64_t e = shape()[i] - (pads[i].second < 0 ? -pads[i].second : 0);
-    if (e < b) throw Error(str_cat("pad: negative padding removes more than axis ", i, " of ", shape_str(shape())));
+    if (e < b)
+      throw Error(
+          str_cat("pad: negative padding removes more than axis ", i, " of ", shape_str(shape())));
     crop.push_back({b, e});
     cropping |= b != 0 || e != shape()[i];
   }
@@ -159,7 +174,8 @@ Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) co
   for (size_t i = 0; i < bounds.size(); ++i) {
     auto [b, e] = bounds[i];
     if (b < 0 || e < b || e > shape()[i])
-      throw Error(str_cat("shrink: bounds [", b, ",", e, ") out of range for axis ", i, " of ", shape_str(shape())));
+      throw Error(str_cat("shrink: bounds [", b, ",", e, ") out of range for axis ", i, " of ",
+                          shape_str(shape())));
     arg.push_back(b);
     arg.push_back(e);
     full_range &= b == 0 && e == shape()[i];
@@ -172,7 +188,8 @@ Tensor Tensor::flip(const std::vector<int64_t>& axes) const {
   std::vector<int64_t> a;
   for (int64_t x : axes) {
     int64_t n = norm_axis(x, "flip");
-    if (std::find(a.begin(), a.end(), n) != a.end()) throw Error("flip: axis repeated in " + shape_str(axes));
+    if (std::find(a.begin(), a.end(), n) != a.end())
+      throw Error("flip: axis repeated in " + shape_str(axes));
     if (shape()[static_cast<size_t>(n)] > 1) a.push_back(n);
   }
   if (a.empty()) return *this;
@@ -184,16 +201,16 @@ Tensor Tensor::window(const std::vector<int64_t>& kernel, const std::vector<int6
                       const std::vector<int64_t>& dilation) const {
   size_t n = kernel.size();
   if (stride.size() != n || dilation.size() != n || static_cast<int64_t>(n) > ndim() || n == 0)
-    throw Error(str_cat("window: ", n, " kernel dims, ", stride.size(), " strides, ", dilation.size(),
-                        " dilations for shape ", shape_str(shape())));
+    throw Error(str_cat("window: ", n, " kernel dims, ", stride.size(), " strides, ",
+                        dilation.size(), " dilations for shape ", shape_str(shape())));
   std::vector<int64_t> arg;
   for (size_t j = 0; j < n; ++j) {
     int64_t i = shape()[shape().size() - n + j];
     if (kernel[j] < 1 || stride[j] < 1 || dilation[j] < 1)
       throw Error("window: kernel, stride and dilation must be >= 1");
     if (dilation[j] * (kernel[j] - 1) + 1 > i)
-      throw Error(str_cat("window: kernel ", kernel[j], " (dilation ", dilation[j], ") is larger than axis of size ",
-                          i, " in ", shape_str(shape())));
+      throw Error(str_cat("window: kernel ", kernel[j], " (dilation ", dilation[j],
+                          ") is larger than axis of size ", i, " in ", shape_str(shape())));
   }
   arg.insert(arg.end(), kernel.begin(), kernel.end());
   arg.insert(arg.end(), stride.begin(), stride.end());
@@ -202,22 +219,26 @@ Tensor Tensor::window(const std::vector<int64_t>& kernel, const std::vector<int6
 }
 
 Tensor Tensor::gather(const Tensor& indices, int64_t axis) const {
-  if (!indices.dtype().is_int()) throw Error("gather: indices must be integers, got " + indices.dtype().str());
+  if (!indices.dtype().is_int())
+    throw Error("gather: indices must be integers, got " + indices.dtype().str());
   int64_t a = norm_axis(axis, "gather");
-  if (shape()[static_cast<size_t>(a)] == 0) throw Error("gather: axis " + std::to_string(a) + " has size 0");
+  if (shape()[static_cast<size_t>(a)] == 0)
+    throw Error("gather: axis " + std::to_string(a) + " has size 0");
   return make(Op::GATHER, dtype(), {u_, indices.u_}, a);
 }
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
   std::vector<int64_t> o(static_cast<size_t>(ndim()));
   std::iota(o.begin(), o.end(), 0);
-  std::swap(o[static_cast<size_t>(norm_axis(a, "transpose"))], o[static_cast<size_t>(norm_axis(b, "transpose"))]);
+  std::swap(o[static_cast<size_t>(norm_axis(a, "transpose"))],
+            o[static_cast<size_t>(norm_axis(b, "transpose"))]);
   return permute(o);
 }
 
 Tensor Tensor::unsqueeze(int64_t axis) const {
   int64_t n = ndim() + 1;
-  if (axis < -n || axis >= n) throw Error(str_cat("unsqueeze: axis ", axis, " out of range for ", shape_str(shape())));
+  if (axis < -n || axis >= n)
+    throw Error(str_cat("unsqueeze: axis ", axis, " out of range for ", shape_str(shape())));
   if (axis < 0) axis += n;
   Shape s = shape();
   s.insert(s.begin() + axis, 1);
@@ -249,7 +270,9 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   return reshape(r);
 }
 
-Tensor Tensor::contiguous() const { return make(Op::CONTIGUOUS, dtype(), {u_}); }
+Tensor Tensor::contiguous() const {
+  return make(Op::CONTIGUOUS, dtype(), {u_});
+}
 
 // ---------------------------------------------------------------- reductions
 
@@ -284,10 +307,18 @@ Tensor Tensor::reduce(Op op, const std::vector<int64_t>& axes, bool keepdims) co
   return r.reshape(out);
 }
 
-Tensor Tensor::sum(const std::vector<int64_t>& axes, bool keepdims) const { return reduce(Op::ADD, axes, keepdims); }
-Tensor Tensor::max(const std::vector<int64_t>& axes, bool keepdims) const { return reduce(Op::MAX, axes, keepdims); }
-Tensor Tensor::min(const std::vector<int64_t>& axes, bool keepdims) const { return reduce(Op::MIN, axes, keepdims); }
-Tensor Tensor::prod(const std::vector<int64_t>& axes, bool keepdims) const { return reduce(Op::MUL, axes, keepdims); }
+Tensor Tensor::sum(const std::vector<int64_t>& axes, bool keepdims) const {
+  return reduce(Op::ADD, axes, keepdims);
+}
+Tensor Tensor::max(const std::vector<int64_t>& axes, bool keepdims) const {
+  return reduce(Op::MAX, axes, keepdims);
+}
+Tensor Tensor::min(const std::vector<int64_t>& axes, bool keepdims) const {
+  return reduce(Op::MIN, axes, keepdims);
+}
+Tensor Tensor::prod(const std::vector<int64_t>& axes, bool keepdims) const {
+  return reduce(Op::MUL, axes, keepdims);
+}
 
 Tensor Tensor::mean(const std::vector<int64_t>& axes, bool keepdims) const {
   Tensor s = sum(axes, keepdims);
@@ -314,7 +345,8 @@ Tensor Tensor::bitcast(DType d) const {
 Tensor Tensor::unary(Op op) const {
   bool float_only = op != Op::NEG && op != Op::ABS;
   if (float_only && !dtype().is_float())
-    throw Error(str_cat(op_name(op), ": needs a float tensor, got ", dtype().str(), " ", shape_str(shape())));
+    throw Error(str_cat(op_name(op), ": needs a float tensor, got ", dtype().str(), " ",
+                        shape_str(shape())));
   if (dtype().is_bool()) throw Error(str_cat(op_name(op), ": not defined on bool"));
   return make(op, dtype(), {u_});
 }
@@ -332,12 +364,14 @@ Tensor Tensor::logical_not() const {
 
 Tensor Tensor::binary(Op op, const Tensor& b) const {
   if (dtype() != b.dtype())
-    throw Error(str_cat(op_name(op), ": operand dtypes differ: ", dtype().str(), " ", shape_str(shape()), " vs ",
-                        b.dtype().str(), " ", shape_str(b.shape())));
+    throw Error(str_cat(op_name(op), ": operand dtypes differ: ", dtype().str(), " ",
+                        shape_str(shape()), " vs ", b.dtype().str(), " ", shape_str(b.shape())));
   bool logic = op == Op::AND || op == Op::OR || op == Op::XOR || op == Op::SHL || op == Op::SHR;
-  if (logic && dtype().is_float()) throw Error(str_cat(op_name(op), ": not defined on ", dtype().str()));
+  if (logic && dtype().is_float())
+    throw Error(str_cat(op_name(op), ": not defined on ", dtype().str()));
   if (op == Op::IDIV && dtype().is_float()) throw Error("idiv: not defined on floats (use div)");
-  if (op == Op::FDIV && !dtype().is_float()) throw Error("fdiv: not defined on " + dtype().str() + " (use div)");
+  if (op == Op::FDIV && !dtype().is_float())
+    throw Error("fdiv: not defined on " + dtype().str() + " (use div)");
   Shape s = broadcast_shapes(shape(), b.shape(), op_name(op));
   Tensor x = expand(s), y = b.expand(s);
   DType out = ops::comparison().has(op) ? dtypes::bool_ : dtype();
@@ -358,7 +392,9 @@ Tensor Tensor::le(const Tensor& b) const {
   return b.lt(*this).logical_not();
 }
 
-Tensor Tensor::ge(const Tensor& b) const { return b.le(*this); }
+Tensor Tensor::ge(const Tensor& b) const {
+  return b.le(*this);
+}
 
 Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   if (!dtype().is_bool()) throw Error("where: condition must be bool, got " + dtype().str());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/driver/pipeline.h"
+#include "compiler/ir/printer.h"
 #include "compiler/schedule/memory_plan.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/linalg.h"
@@ -14,7 +15,8 @@ namespace {
 
 NDArray filled(DType d, const Shape& s, double v) {
   NDArray a(d, s);
-  for (int64_t i = 0; i < a.numel(); ++i) a.set(i, ConstValue::of_float(v + 0.01 * static_cast<double>(i % 7)));
+  for (int64_t i = 0; i < a.numel(); ++i)
+    a.set(i, ConstValue::of_float(v + 0.01 * static_cast<double>(i % 7)));
   return a;
 }
 
@@ -35,7 +37,8 @@ Plan plan_and_check(Graph& g) {
   Plan p = plan_graph(g, {});
   EXPECT_EQ(check_memory_plan(p), "");
   auto got = interpret(p, g, inputs);
-  for (const auto& [name, arr] : expected) EXPECT_TRUE(testing::arrays_close(arr, got.at(name))) << name;
+  for (const auto& [name, arr] : expected)
+    EXPECT_TRUE(testing::arrays_close(arr, got.at(name))) << name;
   return p;
 }
 
@@ -106,14 +109,54 @@ TEST(PlanGolden, ConvFollowedByConstantBatchNormHasNoNormKernel) {
 TEST(PlanGolden, DiamondGivesThreeGroups) {
   Graph g;
   Tensor a = Tensor::input(g, "a", dtypes::float32, {16, 16});
-  Tensor a2 = a.exp().sum({1}, true).contiguous();                  // A
-  Tensor b = a2.mul(2.0).contiguous();                               // B
-  Tensor c = a2.add(1.0).contiguous();                               // C
-  g.add_output("d", b.add(c).uop());                                 // D
+  Tensor a2 = a.exp().sum({1}, true).contiguous();  // A
+  Tensor b = a2.mul(2.0).contiguous();              // B
+  Tensor c = a2.add(1.0).contiguous();              // C
+  g.add_output("d", b.add(c).uop());                // D
   Plan p = plan_and_check(g);
   EXPECT_EQ(p.launches.size(), 4u);
   ASSERT_EQ(p.groups.size(), 3u);
   EXPECT_EQ(p.groups[1].size(), 2u);  // B and C run side by side
+}
+
+TEST(PlanGolden, ReshapeOfAContiguousBufferLeavesNoDivMod) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 4, 5});
+  Tensor y = x.reshape({2, 3, 20}).reshape({3, 2, 4, 5}).exp();
+  g.add_output("y", y.reshape({120}).reshape({6, 20}).uop());
+  Plan p = plan_and_check(g);
+  ASSERT_EQ(p.launches.size(), 1u);
+  const UOp* ast = p.programs[0].ast;
+  EXPECT_EQ(count_ops(ast, Op::IDIV) + count_ops(ast, Op::MOD), 0) << print_graph(ast);
+}
+
+TEST(PlanGolden, PaddingBecomesAGatedLoad) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {5, 7});
+  g.add_output("y", x.pad({{1, 2}, {3, 0}}, 0.0).exp().uop());
+  Plan p = plan_and_check(g);
+  ASSERT_EQ(p.launches.size(), 1u);
+  int gated = 0;
+  for (const UOp* u : p.programs[0].ast->toposort())
+    if (u->op == Op::INDEX && u->src[1]->op == Op::WHERE && u->src[1]->src[2]->is_invalid())
+      ++gated;
+  EXPECT_EQ(gated, 1);
+}
+
+TEST(PlanGolden, AReductionUnderAnOuterBroadcastIsKeptAndExplained) {
+  // y[i, j] = x[i, j] - mean_i(x)[j]: inlining the mean into the (i, j) loops would recompute it
+  // for every i, so the policy keeps it and says why.
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {16, 8});
+  g.add_output("y", x.sub(x.mean({0}, true)).uop());
+  Plan p = plan_and_check(g);
+  EXPECT_EQ(p.launches.size(), 2u);
+  bool explained = false;
+  for (const auto& line : p.fusion_log)
+    explained |= line.find("REDUCE_AXIS") != std::string::npos &&
+                 line.find("kept") != std::string::npos &&
+                 line.find("recomputed 16 times") != std::string::npos;
+  EXPECT_TRUE(explained);
 }
 
 TEST(PlanGolden, IdenticalKernelsShareOneProgram) {

@@ -19,9 +19,12 @@ inline NDArray random_array(DType d, const Shape& s, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> f(-2.0, 2.0);
   std::uniform_int_distribution<int64_t> i(-5, 5);
   for (int64_t k = 0; k < a.numel(); ++k) {
-    if (d.is_float()) a.set(k, ConstValue::of_float(f(rng)));
-    else if (d.is_bool()) a.set(k, ConstValue::of_int(i(rng) > 0));
-    else a.set(k, ConstValue::of_int(d.is_unsigned() ? std::abs(i(rng)) : i(rng)));
+    if (d.is_float())
+      a.set(k, ConstValue::of_float(f(rng)));
+    else if (d.is_bool())
+      a.set(k, ConstValue::of_int(i(rng) > 0));
+    else
+      a.set(k, ConstValue::of_int(d.is_unsigned() ? std::abs(i(rng)) : i(rng)));
   }
   return a;
 }
@@ -29,31 +32,37 @@ inline NDArray random_array(DType d, const Shape& s, std::mt19937_64& rng) {
 inline std::map<std::string, NDArray> random_inputs(const Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::map<std::string, NDArray> in;
-  for (const GraphInput& x : g.inputs()) in.emplace(x.name, random_array(x.buffer->dtype, x.buffer->buffer().shape, rng));
+  for (const GraphInput& x : g.inputs())
+    in.emplace(x.name, random_array(x.buffer->dtype, x.buffer->buffer().shape, rng));
   return in;
 }
 
 // Compares two arrays: exact for integers and bools, for floats within tol * max|expected|.
-inline ::testing::AssertionResult arrays_close(const NDArray& expected, const NDArray& actual, double tol = 1e-5) {
+inline ::testing::AssertionResult arrays_close(const NDArray& expected, const NDArray& actual,
+                                               double tol = 1e-5) {
   if (expected.shape() != actual.shape() || expected.dtype() != actual.dtype())
-    return ::testing::AssertionFailure() << "shape/dtype differ: " << expected.dtype().str() << shape_str(expected.shape())
-                                         << " vs " << actual.dtype().str() << shape_str(actual.shape());
+    return ::testing::AssertionFailure()
+           << "shape/dtype differ: " << expected.dtype().str() << shape_str(expected.shape())
+           << " vs " << actual.dtype().str() << shape_str(actual.shape());
   double maxabs = 0;
   for (int64_t i = 0; i < expected.numel(); ++i)
-    if (expected.dtype().is_float() && std::isfinite(expected.get(i).f)) maxabs = std::max(maxabs, std::fabs(expected.get(i).f));
+    if (expected.dtype().is_float() && std::isfinite(expected.get(i).f))
+      maxabs = std::max(maxabs, std::fabs(expected.get(i).f));
   for (int64_t i = 0; i < expected.numel(); ++i) {
     ConstValue e = expected.get(i), a = actual.get(i);
     if (expected.dtype().is_float()) {
       if (std::isnan(e.f) && std::isnan(a.f)) continue;
       if (std::isinf(e.f) || std::isinf(a.f)) {
-        if (e.f != a.f) return ::testing::AssertionFailure() << "element " << i << ": " << e.f << " vs " << a.f;
+        if (e.f != a.f)
+          return ::testing::AssertionFailure() << "element " << i << ": " << e.f << " vs " << a.f;
         continue;
       }
       if (!(std::fabs(e.f - a.f) <= tol * std::max(maxabs, 1e-30)))
-        return ::testing::AssertionFailure() << "element " << i << ": expected " << e.f << " got " << a.f
-                                             << " (tolerance " << tol * maxabs << ")";
+        return ::testing::AssertionFailure() << "element " << i << ": expected " << e.f << " got "
+                                             << a.f << " (tolerance " << tol * maxabs << ")";
     } else if (e.i != a.i) {
-      return ::testing::AssertionFailure() << "element " << i << ": expected " << e.i << " got " << a.i;
+      return ::testing::AssertionFailure()
+             << "element " << i << ": expected " << e.i << " got " << a.i;
     }
   }
   return ::testing::AssertionSuccess();

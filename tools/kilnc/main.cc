@@ -1,6 +1,7 @@
 // kilnc: the kiln compiler's command line.
 //
-//   kilnc plan MODEL [--shape NAME=D0,D1,...]... [--json] [--dump-ir=STAGE[,STAGE]] [--explain-fusion]
+//   kilnc plan MODEL [--shape NAME=D0,D1,...]... [--json] [--dump-ir=STAGE[,STAGE]]
+//   [--explain-fusion]
 //
 // Errors print "kilnc: error: ..." and exit with status 1; usage errors exit with status 2.
 #include <algorithm>
@@ -29,7 +30,8 @@ const char* kUsage =
     "  --json                   print the summary as one JSON object\n"
     "  --dump-ir=STAGE[,...]    print the IR after stages: import, const_fold, rangeify,\n"
     "                           kernel_dedup, parallel_groups, memory_plan, or all\n"
-    "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default kiln-dump)\n"
+    "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
+    "kiln-dump)\n"
     "  --explain-fusion         log every fusion decision\n";
 
 struct UsageError : std::runtime_error {
@@ -74,7 +76,8 @@ Args parse_args(int argc, char** argv) {
     if (is("--shape")) {
       std::string v = value("--shape");
       size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("--shape wants NAME=D0,D1,..., got '" + v + "'");
+      if (eq == std::string::npos || eq == 0)
+        throw UsageError("--shape wants NAME=D0,D1,..., got '" + v + "'");
       a.model_opts.shapes[v.substr(0, eq)] = parse_dims(v.substr(eq + 1), "--shape");
     } else if (s == "--json") {
       a.json = true;
@@ -112,7 +115,8 @@ int run(const Args& a) {
   kiln::load_model(a.model, g, a.model_opts);
   if (a.pipeline.dump_ir.count("import") || a.pipeline.dump_ir.count("all")) {
     std::string dir = std::filesystem::absolute(a.dump_dir).string();
-    std::cerr << "--- import ---\n" << kiln::write_graph_file(g, std::filesystem::current_path().string(), dir);
+    std::cerr << "--- import ---\n"
+              << kiln::write_graph_file(g, std::filesystem::current_path().string(), dir);
   }
   kiln::Plan plan = kiln::plan_graph(g, a.pipeline);
   std::cout << kiln::plan_summary(plan, a.json) << (a.json ? "\n" : "");

@@ -4,11 +4,14 @@
 
 namespace kiln::kg {
 
-void Call::fail(const std::string& what) const { throw Error(where_ + ": " + op_ + ": " + what); }
+void Call::fail(const std::string& what) const {
+  throw Error(where_ + ": " + op_ + ": " + what);
+}
 
 Tensor Call::tensor(size_t i) {
   if (i >= args.size()) fail("missing argument " + std::to_string(i + 1) + " (a tensor)");
-  if (args[i].kind != Value::Kind::Tensor) fail("argument " + std::to_string(i + 1) + " must be a tensor name");
+  if (args[i].kind != Value::Kind::Tensor)
+    fail("argument " + std::to_string(i + 1) + " must be a tensor name");
   return args[i].t;
 }
 
@@ -21,9 +24,11 @@ std::vector<Tensor> Call::tensors(size_t i) {
   if (i >= args.size()) fail("missing argument " + std::to_string(i + 1) + " (a list of tensors)");
   std::vector<Tensor> out;
   if (args[i].kind == Value::Kind::Tensor) return {args[i].t};
-  if (args[i].kind != Value::Kind::List) fail("argument " + std::to_string(i + 1) + " must be a list of tensors");
+  if (args[i].kind != Value::Kind::List)
+    fail("argument " + std::to_string(i + 1) + " must be a list of tensors");
   for (const Value& v : args[i].list) {
-    if (v.kind != Value::Kind::Tensor) fail("argument " + std::to_string(i + 1) + " must hold tensor names only");
+    if (v.kind != Value::Kind::Tensor)
+      fail("argument " + std::to_string(i + 1) + " must hold tensor names only");
     out.push_back(v.t);
   }
   return out;
@@ -80,7 +85,8 @@ std::string Call::get_str(const std::string& key, std::optional<std::string> dfl
     if (!dflt) fail("missing attribute '" + key + "' (a string)");
     return *dflt;
   }
-  if (v->kind != Value::Kind::String && v->kind != Value::Kind::Name) fail("'" + key + "' must be a string");
+  if (v->kind != Value::Kind::String && v->kind != Value::Kind::Name)
+    fail("'" + key + "' must be a string");
   return v->s;
 }
 
@@ -93,11 +99,14 @@ DType Call::get_dtype(const std::string& key, std::optional<DType> dflt) {
   ScalarKind k;
   if ((v->kind != Value::Kind::Name && v->kind != Value::Kind::String) || !parse_scalar(v->s, &k) ||
       k == ScalarKind::Void || k == ScalarKind::Index)
-    fail("'" + key + "' must be a dtype (bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64)");
+    fail("'" + key +
+         "' must be a dtype (bool, int8..int64, uint8..uint64, float16, bfloat16, float32, "
+         "float64)");
   return DType(k);
 }
 
-std::vector<int64_t> Call::get_ints(const std::string& key, std::optional<std::vector<int64_t>> dflt) {
+std::vector<int64_t> Call::get_ints(const std::string& key,
+                                    std::optional<std::vector<int64_t>> dflt) {
   const Value* v = kw(key);
   if (!v) {
     if (!dflt) fail("missing attribute '" + key + "' (a list of integers)");
@@ -113,8 +122,8 @@ std::vector<int64_t> Call::get_ints(const std::string& key, std::optional<std::v
   return out;
 }
 
-std::vector<std::pair<int64_t, int64_t>> Call::get_pairs(const std::string& key,
-                                                         std::optional<std::vector<std::pair<int64_t, int64_t>>> dflt) {
+std::vector<std::pair<int64_t, int64_t>> Call::get_pairs(
+    const std::string& key, std::optional<std::vector<std::pair<int64_t, int64_t>>> dflt) {
   const Value* v = kw(key);
   if (!v) {
     if (!dflt) fail("missing attribute '" + key + "' (a list of [a, b] pairs)");
@@ -133,7 +142,9 @@ std::vector<std::pair<int64_t, int64_t>> Call::get_pairs(const std::string& key,
 
 void Call::done(size_t min_args, size_t max_args) {
   if (args.size() < min_args || args.size() > max_args)
-    fail("takes " + (min_args == max_args ? std::to_string(min_args) : std::to_string(min_args) + " to " + std::to_string(max_args)) +
+    fail("takes " +
+         (min_args == max_args ? std::to_string(min_args)
+                               : std::to_string(min_args) + " to " + std::to_string(max_args)) +
          " positional arguments, got " + std::to_string(args.size()));
   for (const auto& [k, v] : kwargs)
     if (!used_.count(k)) fail("unexpected attribute '" + k + "'");

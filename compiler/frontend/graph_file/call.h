@@ -28,7 +28,8 @@ struct Value {
 
 class Call {
  public:
-  Call(std::string where, std::string op, Graph& g) : where_(std::move(where)), op_(std::move(op)), g_(g) {}
+  Call(std::string where, std::string op, Graph& g)
+      : where_(std::move(where)), op_(std::move(op)), g_(g) {}
 
   std::vector<Value> args;
   std::map<std::string, Value> kwargs;
@@ -48,9 +49,11 @@ class Call {
   bool get_bool(const std::string& key, std::optional<bool> dflt = std::nullopt);
   std::string get_str(const std::string& key, std::optional<std::string> dflt = std::nullopt);
   DType get_dtype(const std::string& key, std::optional<DType> dflt = std::nullopt);
-  std::vector<int64_t> get_ints(const std::string& key, std::optional<std::vector<int64_t>> dflt = std::nullopt);
-  std::vector<std::pair<int64_t, int64_t>> get_pairs(const std::string& key,
-                                                     std::optional<std::vector<std::pair<int64_t, int64_t>>> dflt = std::nullopt);
+  std::vector<int64_t> get_ints(const std::string& key,
+                                std::optional<std::vector<int64_t>> dflt = std::nullopt);
+  std::vector<std::pair<int64_t, int64_t>> get_pairs(
+      const std::string& key,
+      std::optional<std::vector<std::pair<int64_t, int64_t>>> dflt = std::nullopt);
   // Checks the call used exactly `min..max` positional arguments and every keyword.
   void done(size_t min_args, size_t max_args);
 

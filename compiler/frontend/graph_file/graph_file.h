@@ -13,10 +13,12 @@ namespace kiln {
 // "file:line:col: ..." on bad input.
 void load_graph_file(const std::string& path, Graph& g);
 // Parses `text` as if it were the file `name` in folder `dir`.
-void parse_graph_text(const std::string& text, const std::string& name, const std::string& dir, Graph& g);
+void parse_graph_text(const std::string& text, const std::string& name, const std::string& dir,
+                      Graph& g);
 
 // The graph as .kg text, primitive ops only. Weights are written as .npy files into
 // `weights_dir` (created if missing) and referenced relative to `kg_dir`.
-std::string write_graph_file(const Graph& g, const std::string& kg_dir, const std::string& weights_dir);
+std::string write_graph_file(const Graph& g, const std::string& kg_dir,
+                             const std::string& weights_dir);
 
 }  // namespace kiln

@@ -8,18 +8,30 @@ namespace kiln::kg {
 
 const char* tok_name(Tok t) {
   switch (t) {
-    case Tok::Ident: return "a name";
-    case Tok::String: return "a string";
-    case Tok::Number: return "a number";
-    case Tok::LParen: return "'('";
-    case Tok::RParen: return "')'";
-    case Tok::LBracket: return "'['";
-    case Tok::RBracket: return "']'";
-    case Tok::Comma: return "','";
-    case Tok::Equals: return "'='";
-    case Tok::Colon: return "':'";
-    case Tok::Newline: return "end of line";
-    case Tok::End: return "end of file";
+    case Tok::Ident:
+      return "a name";
+    case Tok::String:
+      return "a string";
+    case Tok::Number:
+      return "a number";
+    case Tok::LParen:
+      return "'('";
+    case Tok::RParen:
+      return "')'";
+    case Tok::LBracket:
+      return "'['";
+    case Tok::RBracket:
+      return "']'";
+    case Tok::Comma:
+      return "','";
+    case Tok::Equals:
+      return "'='";
+    case Tok::Colon:
+      return "':'";
+    case Tok::Newline:
+      return "end of line";
+    case Tok::End:
+      return "end of file";
   }
   return "?";
 }
@@ -27,9 +39,11 @@ const char* tok_name(Tok t) {
 std::vector<Token> lex(const std::string& s, const std::string& file) {
   std::vector<Token> out;
   int line = 1, col = 1;
-  int depth = 0;  // inside ( or [ newlines do not end a statement
+  std::vector<Token> open;  // unclosed ( and [: inside them newlines do not end a statement
   size_t i = 0;
-  auto err = [&](const std::string& what) { throw Error(str_cat(file, ":", line, ":", col, ": ", what)); };
+  auto err = [&](const std::string& what) {
+    throw Error(str_cat(file, ":", line, ":", col, ": ", what));
+  };
   auto advance = [&](size_t n) {
     for (size_t k = 0; k < n; ++k) {
       if (s[i] == '\n') {
@@ -48,7 +62,8 @@ std::vector<Token> lex(const std::string& s, const std::string& file) {
       continue;
     }
     if (c == '\n') {
-      if (depth == 0 && (out.empty() || out.back().kind != Tok::Newline)) out.push_back({Tok::Newline, "", line, col});
+      if (open.empty() && (out.empty() || out.back().kind != Tok::Newline))
+        out.push_back({Tok::Newline, "", line, col});
       advance(1);
       continue;
     }
@@ -64,16 +79,30 @@ std::vector<Token> lex(const std::string& s, const std::string& file) {
       out.push_back(t);
     };
     switch (c) {
-      case '(': ++depth; single(Tok::LParen); continue;
-      case ')': --depth; single(Tok::RParen); continue;
-      case '[': ++depth; single(Tok::LBracket); continue;
-      case ']': --depth; single(Tok::RBracket); continue;
-      case ',': single(Tok::Comma); continue;
-      case '=': single(Tok::Equals); continue;
-      case ':': single(Tok::Colon); continue;
-      default: break;
+      case '(':
+      case '[':
+        single(c == '(' ? Tok::LParen : Tok::LBracket);
+        open.push_back(out.back());
+        continue;
+      case ')':
+      case ']':
+        if (open.empty() || open.back().text[0] != (c == ')' ? '(' : '['))
+          err(std::string("unbalanced '") + c + "'");
+        open.pop_back();
+        single(c == ')' ? Tok::RParen : Tok::RBracket);
+        continue;
+      case ',':
+        single(Tok::Comma);
+        continue;
+      case '=':
+        single(Tok::Equals);
+        continue;
+      case ':':
+        single(Tok::Colon);
+        continue;
+      default:
+        break;
     }
-    if (depth < 0) err("unbalanced closing bracket");
     if (c == '"') {
       advance(1);
       std::string v;
@@ -97,15 +126,17 @@ std::vector<Token> lex(const std::string& s, const std::string& file) {
     }
     bool num_start = std::isdigit(static_cast<unsigned char>(c)) ||
                      ((c == '-' || c == '+' || c == '.') && i + 1 < s.size() &&
-                      (std::isdigit(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '.' || s[i + 1] == 'i'));
+                      (std::isdigit(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '.' ||
+                       s[i + 1] == 'i'));
     if (num_start) {
       size_t j = i;
       if (s[j] == '-' || s[j] == '+') ++j;
       if (s.compare(j, 3, "inf") == 0) {
         j += 3;
       } else {
-        while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '.' ||
-                                ((s[j] == '-' || s[j] == '+') && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
+        while (j < s.size() &&
+               (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '.' ||
+                ((s[j] == '-' || s[j] == '+') && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
           ++j;
       }
       t.kind = Tok::Number;
@@ -116,7 +147,9 @@ std::vector<Token> lex(const std::string& s, const std::string& file) {
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t j = i;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' || s[j] == '.')) ++j;
+      while (j < s.size() &&
+             (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' || s[j] == '.'))
+        ++j;
       t.kind = Tok::Ident;
       t.text = s.substr(i, j - i);
       advance(j - i);
@@ -125,7 +158,9 @@ std::vector<Token> lex(const std::string& s, const std::string& file) {
     }
     err(std::string("unexpected character '") + c + "'");
   }
-  if (depth != 0) err("unclosed bracket at end of file");
+  if (!open.empty())
+    throw Error(str_cat(file, ":", open.back().line, ":", open.back().col, ": '", open.back().text,
+                        "' is not closed"));
   if (out.empty() || out.back().kind != Tok::Newline) out.push_back({Tok::Newline, "", line, col});
   out.push_back({Tok::End, "", line, col});
   return out;

@@ -6,7 +6,20 @@
 
 namespace kiln::kg {
 
-enum class Tok { Ident, String, Number, LParen, RParen, LBracket, RBracket, Comma, Equals, Colon, Newline, End };
+enum class Tok {
+  Ident,
+  String,
+  Number,
+  LParen,
+  RParen,
+  LBracket,
+  RBracket,
+  Comma,
+  Equals,
+  Colon,
+  Newline,
+  End
+};
 
 struct Token {
   Tok kind;

@@ -55,7 +55,8 @@ std::map<std::string, OpFn> build() {
     DType d = c.get_dtype("dtype");
     double v = c.get_float("value");
     c.done(0, 0);
-    ConstValue cv = d.is_float() ? ConstValue::of_float(v) : ConstValue::of_int(static_cast<int64_t>(v));
+    ConstValue cv =
+        d.is_float() ? ConstValue::of_float(v) : ConstValue::of_int(static_cast<int64_t>(v));
     return V{Tensor::scalar(c.graph(), cv, d)};
   };
   r["reshape"] = [](Call& c) {
@@ -174,7 +175,8 @@ std::map<std::string, OpFn> build() {
   };
   r["where"] = [](Call& c) {
     Tensor cond = c.tensor(0);
-    Tensor a = c.args.size() > 1 && c.args[1].kind == Value::Kind::Tensor ? c.tensor(1) : c.tensor(2);
+    Tensor a =
+        c.args.size() > 1 && c.args[1].kind == Value::Kind::Tensor ? c.tensor(1) : c.tensor(2);
     Tensor x = c.operand(1, a), y = c.operand(2, a);
     c.done(3, 3);
     return V{cond.where(x, y)};
@@ -329,7 +331,8 @@ std::map<std::string, OpFn> build() {
   r["slice"] = [](Call& c) {
     Tensor x = c.tensor(0);
     auto st = c.get_ints("starts"), en = c.get_ints("ends");
-    auto ax = c.get_ints("axes", std::vector<int64_t>{}), sp = c.get_ints("steps", std::vector<int64_t>{});
+    auto ax = c.get_ints("axes", std::vector<int64_t>{}),
+         sp = c.get_ints("steps", std::vector<int64_t>{});
     c.done(1, 1);
     return V{slice(x, st, en, ax, sp)};
   };
@@ -340,7 +343,8 @@ std::map<std::string, OpFn> build() {
     return V{tile(x, rep)};
   };
   r["arange"] = [](Call& c) {
-    double start = c.get_float("start", 0.0), stop = c.get_float("stop"), step = c.get_float("step", 1.0);
+    double start = c.get_float("start", 0.0), stop = c.get_float("stop"),
+           step = c.get_float("step", 1.0);
     DType d = c.get_dtype("dtype", dtypes::float32);
     c.done(0, 0);
     return V{arange(c.graph(), start, stop, step, d)};

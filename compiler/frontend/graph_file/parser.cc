@@ -38,10 +38,13 @@ class Parser {
  private:
   const Token& peek(size_t k = 0) const { return t_[std::min(p_ + k, t_.size() - 1)]; }
   std::string at(const Token& t) const { return str_cat(file_, ":", t.line, ":", t.col); }
-  [[noreturn]] void fail(const Token& t, const std::string& what) const { throw Error(at(t) + ": " + what); }
+  [[noreturn]] void fail(const Token& t, const std::string& what) const {
+    throw Error(at(t) + ": " + what);
+  }
   [[noreturn]] void expected(const std::string& what) const {
     const Token& t = peek();
-    std::string got = t.kind == Tok::Ident || t.kind == Tok::Number ? "'" + t.text + "'" : kg::tok_name(t.kind);
+    std::string got =
+        t.kind == Tok::Ident || t.kind == Tok::Number ? "'" + t.text + "'" : kg::tok_name(t.kind);
     fail(t, "expected " + what + ", got " + got);
   }
   const Token& expect(Tok k, const std::string& what) {
@@ -110,12 +113,13 @@ class Parser {
     kg::Call c(at(it), kind, g_);
     arguments(c);
     if (kind == "npy") {
-      if (c.args.size() != 1 || c.args[0].kind != Value::Kind::String) c.fail("takes one string: the .npy path");
+      if (c.args.size() != 1 || c.args[0].kind != Value::Kind::String)
+        c.fail("takes one string: the .npy path");
       std::string path = (std::filesystem::path(dir_) / c.args[0].s).string();
       NpyArray a = read_npy(path);
       if (a.dtype != d || a.shape != shape)
-        c.fail("'" + path + "' holds " + a.dtype.str() + shape_str(a.shape) + ", weight '" + n + "' is declared " +
-               d.str() + shape_str(shape));
+        c.fail("'" + path + "' holds " + a.dtype.str() + shape_str(a.shape) + ", weight '" + n +
+               "' is declared " + d.str() + shape_str(shape));
       return NDArray(d, shape, std::move(a.data));
     }
     NDArray a(d, shape);
@@ -131,22 +135,27 @@ class Parser {
       std::uniform_real_distribution<double> u(-scale, scale);
       for (int64_t i = 0; i < a.numel(); ++i) {
         double v = u(rng);
-        a.set(i, d.is_float() ? ConstValue::of_float(v) : ConstValue::of_int(static_cast<int64_t>(std::round(v))));
+        a.set(i, d.is_float() ? ConstValue::of_float(v)
+                              : ConstValue::of_int(static_cast<int64_t>(std::round(v))));
       }
       return a;
     }
     if (kind == "values") {
-      if (c.args.size() != 1 || c.args[0].kind != Value::Kind::List) c.fail("takes one list of numbers");
+      if (c.args.size() != 1 || c.args[0].kind != Value::Kind::List)
+        c.fail("takes one list of numbers");
       const auto& l = c.args[0].list;
       if (static_cast<int64_t>(l.size()) != a.numel())
         c.fail(str_cat(l.size(), " values for a weight of ", a.numel(), " elements"));
       for (size_t i = 0; i < l.size(); ++i) {
         if (!l[i].is_number()) c.fail("values must be numbers");
-        a.set(static_cast<int64_t>(i), d.is_float() ? ConstValue::of_float(l[i].number()) : ConstValue::of_int(l[i].i));
+        a.set(static_cast<int64_t>(i),
+              d.is_float() ? ConstValue::of_float(l[i].number()) : ConstValue::of_int(l[i].i));
       }
       return a;
     }
-    c.fail("unknown initializer (use npy(\"file.npy\"), random(seed=, scale=), values([...]) or zeros())");
+    c.fail(
+        "unknown initializer (use npy(\"file.npy\"), random(seed=, scale=), values([...]) or "
+        "zeros())");
   }
 
   // output NAME   |   output NAME = TENSOR
@@ -191,7 +200,8 @@ class Parser {
     if (out.size() != lhs.size())
       fail(ot, str_cat(op, " gives ", out.size(), " results, ", lhs.size(), " names on the left"));
     for (size_t i = 0; i < out.size(); ++i) {
-      if (tensors_.count(lhs[i].first)) fail(lhs[i].second, "'" + lhs[i].first + "' is already defined");
+      if (tensors_.count(lhs[i].first))
+        fail(lhs[i].second, "'" + lhs[i].first + "' is already defined");
       tensors_[lhs[i].first] = out[i];
     }
   }
@@ -232,12 +242,15 @@ class Parser {
     switch (t.kind) {
       case Tok::Number: {
         ++p_;
-        bool is_float = t.text.find_first_of(".eEin") != std::string::npos && t.text.rfind("0x", 0) != 0;
+        bool is_float =
+            t.text.find_first_of(".eEin") != std::string::npos && t.text.rfind("0x", 0) != 0;
         if (is_float) {
           v.kind = Value::Kind::Float;
           std::string s = t.text;
-          if (s == "inf" || s == "+inf") v.f = INFINITY;
-          else if (s == "-inf") v.f = -INFINITY;
+          if (s == "inf" || s == "+inf")
+            v.f = INFINITY;
+          else if (s == "-inf")
+            v.f = -INFINITY;
           else {
             char* end = nullptr;
             v.f = std::strtod(s.c_str(), &end);
@@ -283,7 +296,8 @@ class Parser {
         expect(Tok::RBracket, "',' or ']'");
         return v;
       }
-      default: expected("a value (a number, string, name or [list])");
+      default:
+        expected("a value (a number, string, name or [list])");
     }
   }
 
@@ -296,7 +310,8 @@ class Parser {
 
 }  // namespace
 
-void parse_graph_text(const std::string& text, const std::string& name, const std::string& dir, Graph& g) {
+void parse_graph_text(const std::string& text, const std::string& name, const std::string& dir,
+                      Graph& g) {
   Parser(kg::lex(text, name), name, dir, g).run();
 }
 

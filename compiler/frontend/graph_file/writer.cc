@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -22,7 +23,8 @@ bool simple_name(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return false;
-  static const std::set<std::string> reserved = {"input", "weight", "output", "true", "false", "nan", "inf"};
+  static const std::set<std::string> reserved = {"input", "weight", "output", "true",
+                                                 "false", "nan",    "inf"};
   return !reserved.count(s);
 }
 
@@ -37,7 +39,9 @@ std::string literal(const std::string& s) {
 }
 
 // A name: bare when it is a simple identifier, else quoted.
-std::string quote(const std::string& s) { return simple_name(s) ? s : literal(s); }
+std::string quote(const std::string& s) {
+  return simple_name(s) ? s : literal(s);
+}
 
 std::string ints(const std::vector<int64_t>& v) {
   std::string s = "[";
@@ -47,7 +51,8 @@ std::string ints(const std::vector<int64_t>& v) {
 
 std::string pairs(const std::vector<int64_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i + 1 < v.size(); i += 2) s += (i ? ", [" : "[") + std::to_string(v[i]) + ", " + std::to_string(v[i + 1]) + "]";
+  for (size_t i = 0; i + 1 < v.size(); i += 2)
+    s += (i ? ", [" : "[") + std::to_string(v[i]) + ", " + std::to_string(v[i + 1]) + "]";
   return s + "]";
 }
 
@@ -64,69 +69,108 @@ std::string number(const ConstValue& c) {
 
 const char* alu_name(Op op) {
   switch (op) {
-    case Op::NEG: return "neg";
-    case Op::RECIP: return "recip";
-    case Op::SQRT: return "sqrt";
-    case Op::EXP: return "exp";
-    case Op::EXP2: return "exp2";
-    case Op::LOG: return "log";
-    case Op::LOG2: return "log2";
-    case Op::SIN: return "sin";
-    case Op::COS: return "cos";
-    case Op::TANH: return "tanh";
-    case Op::ERF: return "erf";
-    case Op::SIGMOID: return "sigmoid";
-    case Op::ABS: return "abs";
-    case Op::TRUNC: return "trunc";
-    case Op::FLOOR: return "floor";
-    case Op::CEIL: return "ceil";
-    case Op::ROUND: return "round";
-    case Op::ADD: return "add";
-    case Op::MUL: return "mul";
+    case Op::NEG:
+      return "neg";
+    case Op::RECIP:
+      return "recip";
+    case Op::SQRT:
+      return "sqrt";
+    case Op::EXP:
+      return "exp";
+    case Op::EXP2:
+      return "exp2";
+    case Op::LOG:
+      return "log";
+    case Op::LOG2:
+      return "log2";
+    case Op::SIN:
+      return "sin";
+    case Op::COS:
+      return "cos";
+    case Op::TANH:
+      return "tanh";
+    case Op::ERF:
+      return "erf";
+    case Op::SIGMOID:
+      return "sigmoid";
+    case Op::ABS:
+      return "abs";
+    case Op::TRUNC:
+      return "trunc";
+    case Op::FLOOR:
+      return "floor";
+    case Op::CEIL:
+      return "ceil";
+    case Op::ROUND:
+      return "round";
+    case Op::ADD:
+      return "add";
+    case Op::MUL:
+      return "mul";
     case Op::FDIV:
-    case Op::IDIV: return "div";
-    case Op::MOD: return "mod";
-    case Op::MAX: return "maximum";
-    case Op::MIN: return "minimum";
-    case Op::POW: return "pow";
-    case Op::CMPLT: return "lt";
-    case Op::CMPEQ: return "eq";
-    case Op::CMPNE: return "ne";
-    case Op::AND: return "and";
-    case Op::OR: return "or";
-    case Op::XOR: return "xor";
-    case Op::SHL: return "shl";
-    case Op::SHR: return "shr";
-    case Op::WHERE: return "where";
-    default: return nullptr;
+    case Op::IDIV:
+      return "div";
+    case Op::MOD:
+      return "mod";
+    case Op::MAX:
+      return "maximum";
+    case Op::MIN:
+      return "minimum";
+    case Op::POW:
+      return "pow";
+    case Op::CMPLT:
+      return "lt";
+    case Op::CMPEQ:
+      return "eq";
+    case Op::CMPNE:
+      return "ne";
+    case Op::AND:
+      return "and";
+    case Op::OR:
+      return "or";
+    case Op::XOR:
+      return "xor";
+    case Op::SHL:
+      return "shl";
+    case Op::SHR:
+      return "shr";
+    case Op::WHERE:
+      return "where";
+    default:
+      return nullptr;
   }
 }
 
 const char* reduce_name(Op op) {
   switch (op) {
-    case Op::ADD: return "reduce_sum";
-    case Op::MAX: return "reduce_max";
-    case Op::MIN: return "reduce_min";
-    case Op::MUL: return "reduce_prod";
-    default: return nullptr;
+    case Op::ADD:
+      return "reduce_sum";
+    case Op::MAX:
+      return "reduce_max";
+    case Op::MIN:
+      return "reduce_min";
+    case Op::MUL:
+      return "reduce_prod";
+    default:
+      return nullptr;
   }
 }
 
 }  // namespace
 
-std::string write_graph_file(const Graph& g, const std::string& kg_dir, const std::string& weights_dir) {
+std::string write_graph_file(const Graph& g, const std::string& kg_dir,
+                             const std::string& weights_dir) {
   std::ostringstream os;
   os << "# kiln graph file, written by kilnc (primitive ops)\n";
   const UOp* sink = g.sink();
   std::unordered_map<const UOp*, std::string> names;
   std::set<std::string> used;
-  // Buffers in id order (the order they were created), so re-importing assigns the same ids.
+  // Every input and weight (used or not) in id order, so that re-importing assigns the same ids.
+  std::map<int64_t, const UOp*> by_id;
+  for (const GraphInput& in : g.inputs()) by_id[in.buffer->buffer().id] = in.buffer;
+  for (const UOp* u : g.weight_nodes()) by_id[u->buffer().id] = u;
   std::vector<const UOp*> buffers;
-  for (const GraphInput& in : g.inputs()) buffers.push_back(in.buffer);
-  for (const UOp* u : sink->toposort())
-    if (g.is_weight(u)) buffers.push_back(u);
-  std::sort(buffers.begin(), buffers.end(), [](const UOp* a, const UOp* b) { return a->buffer().id < b->buffer().id; });
-  buffers.erase(std::unique(buffers.begin(), buffers.end()), buffers.end());
+  for (const auto& [id, u] : by_id) buffers.push_back(u);
   bool wrote_dir = false;
   for (const UOp* b : buffers) {
     const BufferArg& a = b->buffer();
@@ -142,7 +186,8 @@ std::string write_graph_file(const Graph& g, const std::string& kg_dir, const st
       wrote_dir = true;
     }
     std::string file;
-    for (char c : a.name) file += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '_';
+    for (char c : a.name)
+      file += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '_';
     file = "w" + std::to_string(a.id) + "_" + file + ".npy";
     std::filesystem::path full = std::filesystem::path(weights_dir) / file;
     const NDArray& data = g.weight(a.id);
@@ -150,45 +195,71 @@ std::string write_graph_file(const Graph& g, const std::string& kg_dir, const st
     std::string rel = std::filesystem::relative(full, kg_dir).string();
     os << "weight " << decl << " = npy(" << literal(rel) << ")\n";
   }
+  // Temporaries are numbered in print order, so equal graphs print equal text.
   int counter = 0;
-  auto fresh = [&](const UOp* u) {
+  auto fresh = [&] {
     std::string n;
-    do n = "t" + std::to_string(u->id()) + (counter ? "_" + std::to_string(counter) : "");
-    while (used.count(n) && ++counter);
+    do n = "t" + std::to_string(counter++);
+    while (used.count(n));
     used.insert(n);
     return n;
   };
   auto ref = [&](const UOp* u) { return quote(names.at(u)); };
   for (const UOp* u : sink->toposort()) {
     if (u == sink || u->op == Op::BUFFER) continue;
-    std::string n = fresh(u);
+    std::string n = fresh();
     std::string rhs;
     switch (u->op) {
-      case Op::CONST: rhs = "const(value=" + number(u->cval()) + ", dtype=" + u->dtype.str() + ")"; break;
-      case Op::RESHAPE: rhs = "reshape(" + ref(u->src[0]) + ", shape=" + ints(u->varg()) + ")"; break;
-      case Op::PERMUTE: rhs = "permute(" + ref(u->src[0]) + ", order=" + ints(u->varg()) + ")"; break;
-      case Op::EXPAND: rhs = "expand(" + ref(u->src[0]) + ", shape=" + ints(u->varg()) + ")"; break;
-      case Op::PAD:
-        rhs = "pad(" + ref(u->src[0]) + ", pads=" + pairs(u->varg()) + ", value=" + number(u->src[1]->cval()) + ")";
+      case Op::CONST:
+        rhs = "const(value=" + number(u->cval()) + ", dtype=" + u->dtype.str() + ")";
         break;
-      case Op::SHRINK: rhs = "shrink(" + ref(u->src[0]) + ", bounds=" + pairs(u->varg()) + ")"; break;
-      case Op::FLIP: rhs = "flip(" + ref(u->src[0]) + ", axes=" + ints(u->varg()) + ")"; break;
+      case Op::RESHAPE:
+        rhs = "reshape(" + ref(u->src[0]) + ", shape=" + ints(u->varg()) + ")";
+        break;
+      case Op::PERMUTE:
+        rhs = "permute(" + ref(u->src[0]) + ", order=" + ints(u->varg()) + ")";
+        break;
+      case Op::EXPAND:
+        rhs = "expand(" + ref(u->src[0]) + ", shape=" + ints(u->varg()) + ")";
+        break;
+      case Op::PAD:
+        rhs = "pad(" + ref(u->src[0]) + ", pads=" + pairs(u->varg()) +
+              ", value=" + number(u->src[1]->cval()) + ")";
+        break;
+      case Op::SHRINK:
+        rhs = "shrink(" + ref(u->src[0]) + ", bounds=" + pairs(u->varg()) + ")";
+        break;
+      case Op::FLIP:
+        rhs = "flip(" + ref(u->src[0]) + ", axes=" + ints(u->varg()) + ")";
+        break;
       case Op::WINDOW: {
         const auto& w = u->varg();
         size_t k = w.size() / 3;
-        auto part = [&](size_t i) { return std::vector<int64_t>(w.begin() + static_cast<std::ptrdiff_t>(i * k), w.begin() + static_cast<std::ptrdiff_t>((i + 1) * k)); };
-        rhs = "window(" + ref(u->src[0]) + ", kernel=" + ints(part(0)) + ", stride=" + ints(part(1)) +
-              ", dilation=" + ints(part(2)) + ")";
+        auto part = [&](size_t i) {
+          return std::vector<int64_t>(w.begin() + static_cast<std::ptrdiff_t>(i * k),
+                                      w.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
+        };
+        rhs = "window(" + ref(u->src[0]) + ", kernel=" + ints(part(0)) +
+              ", stride=" + ints(part(1)) + ", dilation=" + ints(part(2)) + ")";
         break;
       }
-      case Op::GATHER: rhs = "gather(" + ref(u->src[0]) + ", " + ref(u->src[1]) + ", axis=" + std::to_string(u->iarg()) + ")"; break;
-      case Op::REDUCE_AXIS:
-        rhs = std::string(reduce_name(u->reduce_arg().op)) + "(" + ref(u->src[0]) + ", axes=" + ints(u->reduce_arg().axes) +
-              ", keepdims=true)";
+      case Op::GATHER:
+        rhs = "gather(" + ref(u->src[0]) + ", " + ref(u->src[1]) +
+              ", axis=" + std::to_string(u->iarg()) + ")";
         break;
-      case Op::CONTIGUOUS: rhs = "contiguous(" + ref(u->src[0]) + ")"; break;
-      case Op::CAST: rhs = "cast(" + ref(u->src[0]) + ", dtype=" + u->dtype.str() + ")"; break;
-      case Op::BITCAST: rhs = "bitcast(" + ref(u->src[0]) + ", dtype=" + u->dtype.str() + ")"; break;
+      case Op::REDUCE_AXIS:
+        rhs = std::string(reduce_name(u->reduce_arg().op)) + "(" + ref(u->src[0]) +
+              ", axes=" + ints(u->reduce_arg().axes) + ", keepdims=true)";
+        break;
+      case Op::CONTIGUOUS:
+        rhs = "contiguous(" + ref(u->src[0]) + ")";
+        break;
+      case Op::CAST:
+        rhs = "cast(" + ref(u->src[0]) + ", dtype=" + u->dtype.str() + ")";
+        break;
+      case Op::BITCAST:
+        rhs = "bitcast(" + ref(u->src[0]) + ", dtype=" + u->dtype.str() + ")";
+        break;
       default: {
         const char* a = alu_name(u->op);
         if (!a) throw InternalError(str_cat("write_graph_file: cannot print ", op_name(u->op)));
@@ -200,7 +271,8 @@ std::string write_graph_file(const Graph& g, const std::string& kg_dir, const st
     names[u] = n;
     os << quote(n) << " = " << rhs << "\n";
   }
-  for (const GraphOutput& o : g.outputs()) os << "output " << quote(o.name) << " = " << ref(o.node) << "\n";
+  for (const GraphOutput& o : g.outputs())
+    os << "output " << quote(o.name) << " = " << ref(o.node) << "\n";
   return os.str();
 }
 
