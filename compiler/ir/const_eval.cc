@@ -324,6 +324,20 @@ ConstValue eval_cast(DType from, DType to, ConstValue v) {
   return ConstValue::of_int(wrap_int(to, static_cast<uint64_t>(v.i)));
 }
 
+ConstValue reduce_identity(Op op, DType d) {
+  bool f = d.is_float();
+  switch (op) {
+    case Op::ADD: return f ? ConstValue::of_float(0.0) : ConstValue::of_int(0);
+    case Op::MUL: return f ? ConstValue::of_float(1.0) : ConstValue::of_int(1);
+    case Op::MAX: return f ? ConstValue::of_float(-INFINITY) : ConstValue::of_int(dtype_min(d));
+    case Op::MIN:
+      if (f) return ConstValue::of_float(INFINITY);
+      return ConstValue::of_int(d.scalar == ScalarKind::UInt64 ? -1 : dtype_max(d));
+    default: break;
+  }
+  throw InternalError(str_cat("reduce_identity: ", op_name(op), " is not a reduction"));
+}
+
 ConstValue eval_bitcast(DType from, DType to, ConstValue v) {
   KILN_CHECK(from.itemsize() == to.itemsize(), "bitcast between sizes ", from.str(), " -> ",
              to.str());

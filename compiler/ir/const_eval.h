@@ -32,6 +32,10 @@ ConstValue normalize_const(DType d, ConstValue v);
 ConstValue eval_alu(Op op, DType d, std::span<const ConstValue> args);
 
 ConstValue eval_cast(DType from, DType to, ConstValue v);
+
+// The identity of a reduction: ADD 0, MUL 1, MAX -inf (or the dtype's minimum), MIN +inf (or
+// the maximum). Reductions start from it and apply `acc = op(acc, value)` in order.
+ConstValue reduce_identity(Op op, DType d);
 ConstValue eval_bitcast(DType from, DType to, ConstValue v);
 
 }  // namespace kiln

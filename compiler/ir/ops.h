@@ -15,7 +15,7 @@ namespace kiln {
   /* graph structure */                                                                       \
   X(SINK) X(NOOP)                                                                             \
   /* leaves */                                                                                \
-  X(CONST) X(VCONST) X(BUFFER) X(DEFINE_GLOBAL) X(DEFINE_VAR) X(RANGE) X(TASK)                \
+  X(CONST) X(VCONST) X(BUFFER) X(DEFINE_GLOBAL) X(DEFINE_VAR) X(RANGE) X(TASK) X(ACC)         \
   /* tensor-level movement ops (the lazy graph) */                                            \
   X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP) X(WINDOW) X(GATHER)                \
   /* tensor-level reduction and materialization */                                            \

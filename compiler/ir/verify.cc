@@ -19,7 +19,7 @@ OpSet allowed(IrStage s) {
     case IrStage::Lowered:
       return base | OpSet{Op::DEFINE_GLOBAL, Op::DEFINE_VAR, Op::RANGE,  Op::INDEX,
                           Op::LOAD,          Op::STORE,      Op::REDUCE, Op::VECTORIZE,
-                          Op::GEP,           Op::VCONST,     Op::TASK};
+                          Op::GEP,           Op::VCONST,     Op::TASK,          Op::ACC};
   }
   return base;
 }
@@ -60,12 +60,19 @@ class Verifier {
         if (u->src[1]->dtype.scalar != u->src[0]->dtype.scalar)
           fail(u, "STORE value dtype differs from the buffer's");
         break;
-      case Op::REDUCE:
-        if (u->src.size() < 2) fail(u, "REDUCE needs a value and at least one range");
-        for (size_t i = 1; i < u->src.size(); ++i)
+      case Op::REDUCE: {
+        // Kernel stage: REDUCE(value, ranges...). Lowered stage: REDUCE(body, ACC, ranges...)
+        // where body computes the next accumulator value from ACC.
+        size_t first = stage_ == IrStage::Lowered ? 2 : 1;
+        if (u->src.size() < first + (stage_ == IrStage::Lowered ? 0 : 1))
+          fail(u, "REDUCE needs a value and at least one range");
+        if (stage_ == IrStage::Lowered && (u->src[1]->op != Op::ACC || u->src[1]->dtype != u->dtype))
+          fail(u, "lowered REDUCE needs its accumulator (ACC of its dtype) as source 1");
+        for (size_t i = first; i < u->src.size(); ++i)
           if (u->src[i]->op != Op::RANGE) fail(u, "REDUCE closes a non-RANGE");
         if (!std::holds_alternative<Op>(u->arg)) fail(u, "REDUCE without a reduction op");
         break;
+      }
       case Op::REDUCE_AXIS: {
         const Shape& s = u->src.at(0)->shape();
         for (int64_t a : u->reduce_arg().axes)

@@ -175,19 +175,13 @@ NDArray EagerEvaluator::compute(const UOp* u) {
       const ReduceArg& r = u->reduce_arg();
       DType d = u->dtype;
       std::vector<int64_t> ost = a.strides();
-      std::vector<bool> started(static_cast<size_t>(a.numel()), false);
+      for (int64_t o = 0; o < a.numel(); ++o) a.set(o, reduce_identity(r.op, d));
       for_each_index(in, [&](int64_t i, const std::vector<int64_t>& idx) {
         std::vector<int64_t> oi = idx;
         for (int64_t ax : r.axes) oi[static_cast<size_t>(ax)] = 0;
         int64_t o = linear(oi, ost);
-        ConstValue v = s.get(i);
-        if (!started[static_cast<size_t>(o)]) {
-          a.set(o, v);
-          started[static_cast<size_t>(o)] = true;
-        } else {
-          ConstValue args[2] = {a.get(o), v};
-          a.set(o, eval_alu(r.op, d, args));
-        }
+        ConstValue args[2] = {a.get(o), s.get(i)};
+        a.set(o, eval_alu(r.op, d, args));
       });
       return a;
     }

@@ -1,0 +1,318 @@
+#include "compiler/codegen/expander.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "compiler/ir/const_eval.h"
+#include "compiler/ir/rewrite.h"
+#include "compiler/ir/symbolic.h"
+#include "compiler/ir/verify.h"
+#include "compiler/support/error.h"
+
+namespace kiln {
+
+namespace {
+
+using Mask = uint32_t;
+
+class Expander {
+ public:
+  explicit Expander(const UOp* ast) : ctx_(ast->ctx()) {
+    for (const UOp* u : ast->toposort()) {
+      if (u->op == Op::RANGE && u->range().kind == AxisKind::Upcast) ups_.push_back(u);
+      if (u->op == Op::RANGE) next_range_id_ = std::max(next_range_id_, u->range().id + 1);
+    }
+    std::sort(ups_.begin(), ups_.end(), [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
+    KILN_CHECK(ups_.size() <= 16, "too many upcast ranges: ", ups_.size());
+  }
+
+  const UOp* run(const UOp* sink) {
+    std::vector<const UOp*> stores;
+    for (const UOp* st : sink->src) {
+      KILN_CHECK(st->op == Op::STORE, "kernel root source is not a STORE");
+      for (const UOp* s : expand_store(st)) stores.push_back(s);
+    }
+    return ctx_->make(Op::SINK, dtypes::void_, stores);
+  }
+
+ private:
+  // ---------------------------------------------------------------- lanes
+
+  Mask mask_of(const UOp* n) {
+    Mask m = 0;
+    for (const UOp* r : n->ranges())
+      for (size_t i = 0; i < ups_.size(); ++i)
+        if (ups_[i] == r) m |= Mask{1} << i;
+    return m;
+  }
+  int64_t lanes(Mask m) const {
+    int64_t n = 1;
+    for (size_t i = 0; i < ups_.size(); ++i)
+      if (m & (Mask{1} << i)) n *= ups_[i]->src[0]->cval().i;
+    return n;
+  }
+  // The upcast-range values of lane `l` of layout `m` (ranges not in m are absent).
+  std::vector<std::pair<const UOp*, int64_t>> lane_values(Mask m, int64_t l) const {
+    std::vector<std::pair<const UOp*, int64_t>> v;
+    for (size_t i = ups_.size(); i-- > 0;) {
+      if (!(m & (Mask{1} << i))) continue;
+      int64_t n = ups_[i]->src[0]->cval().i;
+      v.push_back({ups_[i], l % n});
+      l /= n;
+    }
+    return v;
+  }
+  // Lane of layout `from` that lane `l` of layout `to` (a superset) reads.
+  int64_t project(Mask from, Mask to, int64_t l) const {
+    int64_t out = 0;
+    auto vals = lane_values(to, l);
+    // Rebuild the index in `from`, row-major over its ranges in id order.
+    for (size_t i = 0; i < ups_.size(); ++i) {
+      if (!(from & (Mask{1} << i))) continue;
+      int64_t n = ups_[i]->src[0]->cval().i;
+      int64_t c = 0;
+      for (auto& [r, v] : vals)
+        if (r == ups_[i]) c = v;
+      out = out * n + c;
+    }
+    return out;
+  }
+  DType vec(DType d, int64_t n) const { return n == 1 ? d.base() : d.base().vec(static_cast<uint16_t>(n)); }
+
+  // `e` (in layout `from`) in layout `to` (a superset of from).
+  const UOp* convert(const UOp* e, Mask from, Mask to) {
+    if (from == to) return e;
+    int64_t n = lanes(to);
+    if (from == 0) return ctx_->make(Op::VECTORIZE, vec(e->dtype, n), std::vector<const UOp*>(static_cast<size_t>(n), e));
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t l = 0; l < n; ++l) idx[static_cast<size_t>(l)] = project(from, to, l);
+    return ctx_->make(Op::GEP, vec(e->dtype, n), {e}, idx);
+  }
+
+  const UOp* substitute_lane(const UOp* e, Mask m, int64_t l) {
+    std::unordered_map<const UOp*, const UOp*> map;
+    for (auto& [r, c] : lane_values(m, l)) map[r] = ctx_->const_index(c);
+    return simplify(substitute(e, map));
+  }
+
+  // ---------------------------------------------------------------- values
+
+  // The expanded value of `n`, in layout mask_of(n).
+  const UOp* expand(const UOp* n) {
+    if (auto it = done_.find(n); it != done_.end()) return it->second;
+    const UOp* r = expand_uncached(n);
+    done_[n] = r;
+    return r;
+  }
+
+  const UOp* expand_uncached(const UOp* n) {
+    switch (n->op) {
+      case Op::RANGE: {
+        if (n->range().kind != AxisKind::Upcast) return n;
+        int64_t size = n->src[0]->cval().i;
+        std::vector<ConstValue> v;
+        for (int64_t i = 0; i < size; ++i) v.push_back(ConstValue::of_int(i));
+        return ctx_->make(Op::VCONST, vec(dtypes::index, size), {}, v);
+      }
+      case Op::CONST:
+      case Op::DEFINE_GLOBAL:
+      case Op::DEFINE_VAR: return n;
+      case Op::LOAD: return expand_load(n);
+      case Op::REDUCE: return expand_reduce(n);
+      default: break;
+    }
+    KILN_CHECK(alu_arity(n->op) || n->op == Op::CAST || n->op == Op::BITCAST, "expander: unexpected ",
+               op_name(n->op));
+    Mask m = mask_of(n);
+    std::vector<const UOp*> src;
+    for (const UOp* s : n->src) src.push_back(convert(expand(s), mask_of(s), m));
+    return ctx_->make(n->op, vec(n->dtype, lanes(m)), std::move(src), n->arg);
+  }
+
+  struct Access {
+    const UOp* gate;  // bool, or nullptr when ungated
+    const UOp* lin;   // the element index, or nullptr when the lane is masked off (Invalid)
+  };
+  static Access split_index(const UOp* idx) {
+    if (idx->is_invalid()) return {nullptr, nullptr};
+    if (idx->op == Op::WHERE && idx->src[2]->is_invalid()) return {idx->src[0], idx->src[1]};
+    return {nullptr, idx};
+  }
+  const UOp* make_index(const UOp* buf, const UOp* gate, const UOp* lin) {
+    const UOp* idx = gate ? gate->where(lin, ctx_->invalid()) : lin;
+    return ctx_->make(Op::INDEX, buf->dtype, {buf, simplify(idx)});
+  }
+
+  // Per lane: the access, and its offset from lane 0 when that is a constant and the gate is
+  // shared (contiguous-run candidates).
+  struct Lanes {
+    std::vector<Access> acc;
+    std::vector<int64_t> offset;
+    bool uniform = true;  // every lane has a constant offset from lane 0 and the same gate
+  };
+  Lanes lanes_of(const UOp* idx, Mask m) {
+    Lanes out;
+    int64_t n = lanes(m);
+    for (int64_t l = 0; l < n; ++l) out.acc.push_back(split_index(substitute_lane(idx, m, l)));
+    const Access& a0 = out.acc[0];
+    for (int64_t l = 0; l < n; ++l) {
+      const Access& a = out.acc[static_cast<size_t>(l)];
+      if (!a.lin || !a0.lin || a.gate != a0.gate) {
+        out.uniform = false;
+        break;
+      }
+      const UOp* d = simplify(a.lin->sub(a0.lin));
+      if (d->op != Op::CONST) {
+        out.uniform = false;
+        break;
+      }
+      out.offset.push_back(d->cval().i);
+    }
+    return out;
+  }
+
+  // Runs of consecutive offsets: (start offset, length), in increasing offset order.
+  static std::vector<std::pair<int64_t, int64_t>> runs_of(std::vector<int64_t> offs) {
+    std::sort(offs.begin(), offs.end());
+    offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (int64_t o : offs) {
+      if (!runs.empty() && runs.back().first + runs.back().second == o) ++runs.back().second;
+      else runs.push_back({o, 1});
+    }
+    return runs;
+  }
+
+  const UOp* expand_load(const UOp* ld) {
+    const UOp* index = ld->src[0];
+    const UOp* buf = index->src[0];
+    Mask m = mask_of(ld);
+    if (m == 0) return ld;
+    Lanes ls = lanes_of(index->src[1], m);
+    int64_t n = lanes(m);
+    DType el = ld->dtype.base();
+    if (ls.uniform) {
+      auto runs = runs_of(ls.offset);
+      const Access& a0 = ls.acc[0];
+      std::vector<const UOp*> loads;
+      std::map<int64_t, int64_t> pos;  // offset -> position in the concatenation of the runs
+      int64_t p = 0;
+      for (auto [start, len] : runs) {
+        const UOp* lin = simplify(a0.lin->add(start));
+        loads.push_back(ctx_->make(Op::LOAD, vec(el, len), {make_index(buf, a0.gate, lin)}));
+        for (int64_t k = 0; k < len; ++k) pos[start + k] = p++;
+      }
+      bool identity = loads.size() == 1 && p == n;
+      for (int64_t l = 0; l < n && identity; ++l) identity = pos[ls.offset[static_cast<size_t>(l)]] == l;
+      if (identity) return loads[0];
+      std::vector<int64_t> lane_map;
+      for (int64_t l = 0; l < n; ++l) lane_map.push_back(pos[ls.offset[static_cast<size_t>(l)]]);
+      return ctx_->make(Op::GEP, vec(el, n), loads, lane_map);
+    }
+    std::vector<const UOp*> scalars;
+    for (const Access& a : ls.acc) {
+      if (!a.lin) scalars.push_back(ctx_->const_value(el, ConstValue::of_int(0)));
+      else scalars.push_back(ctx_->make(Op::LOAD, el, {make_index(buf, a.gate, a.lin)}));
+    }
+    return ctx_->make(Op::VECTORIZE, vec(el, n), scalars);
+  }
+
+  std::vector<const UOp*> expand_store(const UOp* st) {
+    const UOp* index = st->src[0];
+    const UOp* buf = index->src[0];
+    Mask mi = mask_of(index), mv = mask_of(st->src[1]);
+    KILN_CHECK((mv & ~mi) == 0, "a store whose value has upcast lanes its index lacks");
+    const UOp* value = convert(expand(st->src[1]), mv, mi);
+    if (mi == 0) return {ctx_->make(Op::STORE, dtypes::void_, {index, value})};
+    Lanes ls = lanes_of(index->src[1], mi);
+    int64_t n = lanes(mi);
+    DType el = value->dtype.base();
+    std::vector<const UOp*> out;
+    if (ls.uniform) {
+      const Access& a0 = ls.acc[0];
+      for (auto [start, len] : runs_of(ls.offset)) {
+        std::vector<int64_t> lane_map;
+        for (int64_t k = 0; k < len; ++k)
+          for (int64_t l = 0; l < n; ++l)
+            if (ls.offset[static_cast<size_t>(l)] == start + k) {
+              lane_map.push_back(l);
+              break;
+            }
+        bool identity = len == n;
+        for (int64_t k = 0; k < len && identity; ++k) identity = lane_map[static_cast<size_t>(k)] == k;
+        const UOp* v = identity ? value : ctx_->make(Op::GEP, vec(el, len), {value}, lane_map);
+        out.push_back(ctx_->make(Op::STORE, dtypes::void_, {make_index(buf, a0.gate, simplify(a0.lin->add(start))), v}));
+      }
+      return out;
+    }
+    for (int64_t l = 0; l < n; ++l) {
+      const Access& a = ls.acc[static_cast<size_t>(l)];
+      if (!a.lin) continue;
+      const UOp* v = ctx_->make(Op::GEP, el, {value}, std::vector<int64_t>{l});
+      out.push_back(ctx_->make(Op::STORE, dtypes::void_, {make_index(buf, a.gate, a.lin), v}));
+    }
+    return out;
+  }
+
+  const UOp* expand_reduce(const UOp* red) {
+    Op op = red->op_arg();
+    std::vector<const UOp*> unroll, loops;
+    for (size_t i = 1; i < red->src.size(); ++i) {
+      const UOp* r = red->src[i];
+      (r->range().kind == AxisKind::Unroll ? unroll : loops).push_back(r);
+    }
+    // One copy of the body per assignment of the unroll ranges, in row-major order.
+    std::vector<const UOp*> copies;
+    int64_t count = 1;
+    for (const UOp* r : unroll) count *= r->src[0]->cval().i;
+    for (int64_t c = 0; c < count; ++c) {
+      std::unordered_map<const UOp*, const UOp*> map;
+      int64_t rest = c;
+      for (size_t i = unroll.size(); i-- > 0;) {
+        int64_t n = unroll[i]->src[0]->cval().i;
+        map[unroll[i]] = ctx_->const_index(rest % n);
+        rest /= n;
+      }
+      const UOp* copy = unroll.empty() ? red->src[0] : simplify(substitute(red->src[0], map));
+      // Reductions nested in the body get loops of their own in every copy.
+      copies.push_back(c == 0 ? copy : fresh_inner_ranges(copy));
+    }
+    // Substituting unroll values can only remove upcast dependencies: every copy fits the
+    // reduction's own layout.
+    Mask m = mask_of(red);
+    DType d = vec(red->dtype, lanes(m));
+    const UOp* acc = ctx_->make(Op::ACC, d, {}, next_acc_++);
+    const UOp* body = acc;
+    for (const UOp* c : copies) body = ctx_->make(op, d, {body, convert(expand(c), mask_of(c), m)});
+    std::vector<const UOp*> src = {body, acc};
+    src.insert(src.end(), loops.begin(), loops.end());
+    return ctx_->make(Op::REDUCE, d, src, op);
+  }
+
+  // `body` with the ranges of the REDUCEs inside it replaced by new ranges (new ids).
+  const UOp* fresh_inner_ranges(const UOp* body) {
+    std::unordered_map<const UOp*, const UOp*> map;
+    for (const UOp* u : body->toposort())
+      if (u->op == Op::REDUCE)
+        for (size_t i = 1; i < u->src.size(); ++i)
+          if (!map.count(u->src[i])) map[u->src[i]] = ctx_->range(u->src[i]->src[0], next_range_id_++, u->src[i]->range().kind);
+    return map.empty() ? body : substitute(body, map);
+  }
+
+  Context* ctx_;
+  int64_t next_range_id_ = 0;
+  std::vector<const UOp*> ups_;
+  std::unordered_map<const UOp*, const UOp*> done_;
+  int64_t next_acc_ = 0;
+};
+
+}  // namespace
+
+const UOp* expand_kernel(const UOp* ast) {
+  const UOp* out = Expander(ast).run(ast);
+  verify(out, IrStage::Lowered);
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,567 @@
+#include "compiler/codegen/llvm/kernel_emitter.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <unordered_map>
+
+#include "compiler/codegen/llvm/mathlib.h"
+#include "compiler/codegen/llvm/target.h"
+#include "compiler/ir/const_eval.h"
+#include "compiler/support/error.h"
+
+namespace kiln {
+
+namespace {
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& m, const Target& t) : m_(m), c_(m.getContext()), b_(c_), target_(t) {}
+
+  KernelFunctions run(const std::string& name, const std::vector<LinearOp>& prog, const std::vector<DType>& args) {
+    choose_index_type(prog);
+    std::vector<llvm::Type*> params(args.size(), b_.getPtrTy());
+    params.push_back(b_.getInt32Ty());
+    params.push_back(b_.getInt32Ty());
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name + ".raw", m_);
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    fn_->addFnAttr("no-builtins");
+    for (size_t i = 0; i < args.size(); ++i) {
+      fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+      fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
+    }
+    arg_dtypes_ = args;
+    task_ = fn_->getArg(static_cast<unsigned>(args.size()));
+    ntasks_ = fn_->getArg(static_cast<unsigned>(args.size() + 1));
+    entry_bb_ = llvm::BasicBlock::Create(c_, "entry", fn_);
+    b_.SetInsertPoint(entry_bb_);
+    // Multiply-adds may fuse (FMA); nothing else is relaxed: no reassociation, NaN and inf kept.
+    llvm::FastMathFlags contract;
+    contract.setAllowContract(true);
+    b_.setFastMathFlags(contract);
+    for (const LinearOp& op : prog) step(op);
+    b_.CreateRetVoid();
+    KernelFunctions out{fn_, make_entry(name, args.size())};
+    return out;
+  }
+
+ private:
+  // ---------------------------------------------------------------- types
+
+  void choose_index_type(const std::vector<LinearOp>& prog) {
+    bool fits = true;
+    for (const LinearOp& op : prog)
+      if (op.kind == LinearOp::Kind::Node)
+        for (const UOp* u : op.u->toposort())
+          if (u->dtype.scalar == ScalarKind::Index && (u->vmin() < INT32_MIN || u->vmax() > INT32_MAX)) fits = false;
+    idx_ = fits ? b_.getInt32Ty() : b_.getInt64Ty();
+  }
+
+  llvm::Type* scalar_ty(ScalarKind k) {
+    switch (k) {
+      case ScalarKind::Bool: return b_.getInt1Ty();
+      case ScalarKind::Int8:
+      case ScalarKind::UInt8: return b_.getInt8Ty();
+      case ScalarKind::Int16:
+      case ScalarKind::UInt16: return b_.getInt16Ty();
+      case ScalarKind::Int32:
+      case ScalarKind::UInt32: return b_.getInt32Ty();
+      case ScalarKind::Int64:
+      case ScalarKind::UInt64: return b_.getInt64Ty();
+      case ScalarKind::Index: return idx_;
+      case ScalarKind::Float16:
+      case ScalarKind::BFloat16:
+      case ScalarKind::Float32: return b_.getFloatTy();  // 16-bit floats are held as float, rounded
+      case ScalarKind::Float64: return b_.getDoubleTy();
+      case ScalarKind::Void: return b_.getVoidTy();
+    }
+    return nullptr;
+  }
+  llvm::Type* ty(DType d) {
+    llvm::Type* s = scalar_ty(d.scalar);
+    return d.lanes > 1 ? llvm::FixedVectorType::get(s, d.lanes) : s;
+  }
+  // How an element sits in memory: bool as i8, 16-bit floats as i16.
+  llvm::Type* mem_scalar_ty(ScalarKind k) {
+    switch (k) {
+      case ScalarKind::Bool: return b_.getInt8Ty();
+      case ScalarKind::Float16:
+      case ScalarKind::BFloat16: return b_.getInt16Ty();
+      default: return scalar_ty(k);
+    }
+  }
+  llvm::Type* mem_ty(DType d) {
+    llvm::Type* s = mem_scalar_ty(d.scalar);
+    return d.lanes > 1 ? llvm::FixedVectorType::get(s, d.lanes) : s;
+  }
+
+  llvm::Constant* constant(DType d, const ConstValue& v) {
+    llvm::Type* s = scalar_ty(d.scalar);
+    llvm::Constant* c;
+    if (d.is_float() || d.scalar == ScalarKind::Float16 || d.scalar == ScalarKind::BFloat16)
+      c = llvm::ConstantFP::get(s, v.as_double());
+    else
+      c = llvm::ConstantInt::get(s, static_cast<uint64_t>(v.as_int()), !d.is_unsigned());
+    return d.lanes > 1 ? llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(d.lanes), c) : c;
+  }
+
+  // ---------------------------------------------------------------- 16-bit floats
+
+  llvm::Value* half_bits_to_float(llvm::Value* bits, ScalarKind k, llvm::Type* fty) {
+    if (k == ScalarKind::BFloat16) {
+      llvm::Type* i32 = with_lanes(b_.getInt32Ty(), fty);
+      return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(bits, i32), 16), fty);
+    }
+    return b_.CreateFPExt(b_.CreateBitCast(bits, with_lanes(b_.getHalfTy(), fty)), fty);
+  }
+  llvm::Value* float_to_half_bits(llvm::Value* f, ScalarKind k) {
+    llvm::Type* i16 = with_lanes(b_.getInt16Ty(), f->getType());
+    if (k == ScalarKind::BFloat16) {
+      llvm::Type* i32 = with_lanes(b_.getInt32Ty(), f->getType());
+      llvm::Value* bits = b_.CreateBitCast(f, i32);
+      auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+      llvm::Value* rounding = b_.CreateAdd(k32(0x7fff), b_.CreateAnd(b_.CreateLShr(bits, 16), k32(1)));
+      llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, rounding), 16);
+      llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(bits, k32(0x7fffffff)), k32(0x7f800000));
+      llvm::Value* qnan = b_.CreateOr(b_.CreateLShr(bits, 16), k32(0x40));
+      return b_.CreateTrunc(b_.CreateSelect(nan, qnan, rounded), i16);
+    }
+    return b_.CreateBitCast(b_.CreateFPTrunc(f, with_lanes(b_.getHalfTy(), f->getType())), i16);
+  }
+  // A float32 register value rounded to a 16-bit float's precision (and kept as float).
+  llvm::Value* round_to(llvm::Value* v, ScalarKind k) {
+    if (k != ScalarKind::Float16 && k != ScalarKind::BFloat16) return v;
+    return half_bits_to_float(float_to_half_bits(v, k), k, v->getType());
+  }
+  static llvm::Type* with_lanes(llvm::Type* elem, llvm::Type* like) {
+    if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(like)) return llvm::FixedVectorType::get(elem, v->getNumElements());
+    return elem;
+  }
+
+  // ---------------------------------------------------------------- the program
+
+  void step(const LinearOp& op) {
+    switch (op.kind) {
+      case LinearOp::Kind::LoopBegin: loop_begin(op.u); return;
+      case LinearOp::Kind::LoopEnd: loop_end(op.u); return;
+      case LinearOp::Kind::AccInit: {
+        const UOp* red = op.u;
+        llvm::IRBuilder<> eb(entry_bb_, entry_bb_->begin());
+        llvm::AllocaInst* a = eb.CreateAlloca(ty(red->dtype), nullptr, "acc");
+        accs_[red] = a;
+        accs_[red->src[1]] = a;
+        DType el = red->dtype;
+        b_.CreateStore(constant(el, reduce_identity(red->op_arg(), el.base())), a);
+        return;
+      }
+      case LinearOp::Kind::AccUpdate: b_.CreateStore(val(op.u->src[0]), accs_.at(op.u)); return;
+      case LinearOp::Kind::Node: vals_[op.u] = node(op.u); return;
+    }
+  }
+
+  llvm::Value* val(const UOp* u) {
+    auto it = vals_.find(u);
+    KILN_CHECK(it != vals_.end(), "emitter: ", op_name(u->op), " used before it is computed");
+    return it->second;
+  }
+
+  void loop_begin(const UOp* r) {
+    llvm::Value* n = llvm::ConstantInt::get(idx_, static_cast<uint64_t>(r->src[0]->cval().i));
+    llvm::Value* lo = llvm::ConstantInt::get(idx_, 0);
+    llvm::Value* hi = n;
+    if (r->range().kind == AxisKind::Parallel) {
+      // Task t of T gets [t*N/T, (t+1)*N/T), computed in 64 bits.
+      llvm::Type* i64 = b_.getInt64Ty();
+      llvm::Value* n64 = llvm::ConstantInt::get(i64, static_cast<uint64_t>(r->src[0]->cval().i));
+      llvm::Value* t = b_.CreateZExt(task_, i64);
+      llvm::Value* tt = b_.CreateZExt(ntasks_, i64);
+      lo = b_.CreateTrunc(b_.CreateUDiv(b_.CreateMul(t, n64), tt), idx_);
+      hi = b_.CreateTrunc(b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(t, llvm::ConstantInt::get(i64, 1)), n64), tt), idx_);
+    }
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(c_, "loop.r" + std::to_string(r->range().id), fn_);
+    auto* body = llvm::BasicBlock::Create(c_, "body.r" + std::to_string(r->range().id), fn_);
+    auto* exit = llvm::BasicBlock::Create(c_, "exit.r" + std::to_string(r->range().id), fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(idx_, 2, "r" + std::to_string(r->range().id));
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), body, exit);
+    b_.SetInsertPoint(body);
+    vals_[r] = iv;
+    loops_.push_back({r, iv, header, exit});
+  }
+
+  void loop_end(const UOp* r) {
+    Loop l = loops_.back();
+    loops_.pop_back();
+    KILN_CHECK(l.range == r, "emitter: loops closed out of order");
+    llvm::Value* next = b_.CreateAdd(l.iv, llvm::ConstantInt::get(idx_, 1), "", true, true);
+    l.iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(l.header);
+    b_.SetInsertPoint(l.exit);
+  }
+
+  // ---------------------------------------------------------------- nodes
+
+  llvm::Value* node(const UOp* u) {
+    switch (u->op) {
+      case Op::CONST: return constant(u->dtype, u->cval());
+      case Op::VCONST: {
+        std::vector<llvm::Constant*> lanes;
+        for (const ConstValue& v : std::get<std::vector<ConstValue>>(u->arg)) lanes.push_back(constant(u->dtype.base(), v));
+        return llvm::ConstantVector::get(lanes);
+      }
+      case Op::DEFINE_GLOBAL: return fn_->getArg(static_cast<unsigned>(u->iarg()));
+      case Op::RANGE: return val(u);  // the loop's induction variable
+      case Op::ACC:
+      case Op::REDUCE: return b_.CreateLoad(ty(u->dtype), accs_.at(u));
+      case Op::INDEX: return nullptr;  // consumed by LOAD/STORE
+      case Op::LOAD: return load(u);
+      case Op::STORE: store(u); return nullptr;
+      case Op::VECTORIZE: return vectorize(u);
+      case Op::GEP: return shuffle(u);
+      case Op::CAST: return cast(u->src[0]->dtype, u->dtype, val(u->src[0]));
+      case Op::BITCAST: return bitcast(u->src[0]->dtype, u->dtype, val(u->src[0]));
+      default: break;
+    }
+    KILN_CHECK(alu_arity(u->op), "emitter: unexpected ", op_name(u->op));
+    std::vector<llvm::Value*> s;
+    for (const UOp* x : u->src) s.push_back(val(x));
+    DType operand = u->op == Op::WHERE ? u->src[1]->dtype : u->src[0]->dtype;
+    llvm::Value* r = alu(u->op, operand, s);
+    return u->dtype.is_float() ? round_to(r, u->dtype.scalar) : r;
+  }
+
+  // The address of an INDEX, and its gate (nullptr if ungated). Masked lanes read element 0.
+  std::pair<llvm::Value*, llvm::Value*> address(const UOp* index) {
+    const UOp* buf = index->src[0];
+    const UOp* i = index->src[1];
+    llvm::Value* gate = nullptr;
+    llvm::Value* lin;
+    if (i->op == Op::WHERE && i->src[2]->is_invalid()) {
+      gate = val(i->src[0]);
+      lin = b_.CreateSelect(gate, val(i->src[1]), llvm::ConstantInt::get(idx_, 0));
+    } else {
+      lin = val(i);
+    }
+    DType el = arg_dtypes_.at(static_cast<size_t>(buf->iarg()));
+    return {b_.CreateInBoundsGEP(mem_scalar_ty(el.scalar), val(buf), lin), gate};
+  }
+
+  llvm::Value* load(const UOp* u) {
+    auto [ptr, gate] = address(u->src[0]);
+    DType d = u->dtype;
+    llvm::LoadInst* raw = b_.CreateAlignedLoad(mem_ty(d), ptr, llvm::Align(static_cast<uint64_t>(d.itemsize())));
+    llvm::Value* v = from_memory(raw, d);
+    if (gate) v = b_.CreateSelect(gate, v, llvm::Constant::getNullValue(v->getType()));
+    return v;
+  }
+
+  void store(const UOp* u) {
+    auto [ptr, gate] = address(u->src[0]);
+    const UOp* value = u->src[1];
+    llvm::Value* v = to_memory(val(value), value->dtype);
+    if (!gate) {
+      b_.CreateAlignedStore(v, ptr, llvm::Align(static_cast<uint64_t>(value->dtype.itemsize())));
+      return;
+    }
+    auto* yes = llvm::BasicBlock::Create(c_, "store", fn_);
+    auto* done = llvm::BasicBlock::Create(c_, "stored", fn_);
+    b_.CreateCondBr(gate, yes, done);
+    b_.SetInsertPoint(yes);
+    b_.CreateAlignedStore(v, ptr, llvm::Align(static_cast<uint64_t>(value->dtype.itemsize())));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  llvm::Value* from_memory(llvm::Value* v, DType d) {
+    switch (d.scalar) {
+      case ScalarKind::Bool: return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+      case ScalarKind::Float16:
+      case ScalarKind::BFloat16: return half_bits_to_float(v, d.scalar, ty(d));
+      default: return v;
+    }
+  }
+  llvm::Value* to_memory(llvm::Value* v, DType d) {
+    switch (d.scalar) {
+      case ScalarKind::Bool: return b_.CreateZExt(v, mem_ty(d));
+      case ScalarKind::Float16:
+      case ScalarKind::BFloat16: return float_to_half_bits(v, d.scalar);
+      default: return v;
+    }
+  }
+
+  llvm::Value* vectorize(const UOp* u) {
+    llvm::Type* t = ty(u->dtype);
+    bool splat = true;
+    for (const UOp* s : u->src) splat &= s == u->src[0];
+    if (splat) return b_.CreateVectorSplat(u->dtype.lanes, val(u->src[0]));
+    llvm::Value* v = llvm::PoisonValue::get(t);
+    for (size_t i = 0; i < u->src.size(); ++i) v = b_.CreateInsertElement(v, val(u->src[i]), static_cast<uint64_t>(i));
+    return v;
+  }
+
+  // GEP: lanes picked from the concatenation of the sources.
+  llvm::Value* shuffle(const UOp* u) {
+    std::vector<llvm::Value*> parts;
+    for (const UOp* s : u->src) {
+      llvm::Value* v = val(s);
+      if (!v->getType()->isVectorTy()) v = b_.CreateInsertElement(llvm::PoisonValue::get(llvm::FixedVectorType::get(v->getType(), 1)), v, uint64_t{0});
+      parts.push_back(v);
+    }
+    llvm::Value* all = concat(parts);
+    const auto& lanes = u->varg();
+    if (u->dtype.lanes == 1) return b_.CreateExtractElement(all, static_cast<uint64_t>(lanes[0]));
+    std::vector<int> mask(lanes.begin(), lanes.end());
+    return b_.CreateShuffleVector(all, mask);
+  }
+
+  llvm::Value* concat(std::vector<llvm::Value*> parts) {
+    while (parts.size() > 1) {
+      std::vector<llvm::Value*> next;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(concat2(parts[i], parts[i + 1]));
+      if (parts.size() % 2) next.push_back(parts.back());
+      parts = std::move(next);
+    }
+    return parts[0];
+  }
+  llvm::Value* concat2(llvm::Value* a, llvm::Value* c) {
+    unsigned na = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
+    unsigned nc = llvm::cast<llvm::FixedVectorType>(c->getType())->getNumElements();
+    unsigned n = std::max(na, nc);
+    auto widen = [&](llvm::Value* v, unsigned k) {
+      if (k == n) return v;
+      std::vector<int> m(n);
+      for (unsigned i = 0; i < n; ++i) m[i] = i < k ? static_cast<int>(i) : -1;
+      return b_.CreateShuffleVector(v, m);
+    };
+    llvm::Value* wa = widen(a, na);
+    llvm::Value* wc = widen(c, nc);
+    std::vector<int> m;
+    for (unsigned i = 0; i < na; ++i) m.push_back(static_cast<int>(i));
+    for (unsigned i = 0; i < nc; ++i) m.push_back(static_cast<int>(n + i));
+    return b_.CreateShuffleVector(wa, wc, m);
+  }
+
+  // ---------------------------------------------------------------- ALU
+
+  llvm::Value* alu(Op op, DType d, const std::vector<llvm::Value*>& s) {
+    bool flt = d.is_float();
+    bool uns = d.is_unsigned() || d.is_bool();
+    llvm::Type* t = s[0]->getType();
+    auto fz = [&] { return llvm::ConstantFP::get(t, 0.0); };
+    auto iz = [&] { return llvm::Constant::getNullValue(t); };
+    auto ic = [&](int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); };
+    if (mathlib::provides(op)) {
+      KILN_CHECK(flt, op_name(op), " on ", d.str());
+      if (d.scalar == ScalarKind::Float64) throw Error(str_cat(op_name(op), " on float64 is not supported by the code generator yet"));
+      return mathlib::emit(b_, op, s[0], s.size() > 1 ? s[1] : nullptr);
+    }
+    if (d.is_bool()) {
+      switch (op) {
+        case Op::AND:
+        case Op::MUL:
+        case Op::MIN: return b_.CreateAnd(s[0], s[1]);
+        case Op::OR:
+        case Op::ADD:
+        case Op::MAX: return b_.CreateOr(s[0], s[1]);
+        case Op::XOR:
+        case Op::CMPNE: return b_.CreateXor(s[0], s[1]);
+        case Op::CMPEQ: return b_.CreateICmpEQ(s[0], s[1]);
+        case Op::CMPLT: return b_.CreateICmpULT(s[0], s[1]);
+        case Op::WHERE: return b_.CreateSelect(s[0], s[1], s[2]);
+        default: throw InternalError(str_cat("emitter: ", op_name(op), " on bool"));
+      }
+    }
+    switch (op) {
+      case Op::ADD: return flt ? b_.CreateFAdd(s[0], s[1], "", nullptr) : b_.CreateAdd(s[0], s[1]);
+      case Op::MUL: return flt ? b_.CreateFMul(s[0], s[1]) : b_.CreateMul(s[0], s[1]);
+      case Op::FDIV: return b_.CreateFDiv(s[0], s[1]);
+      case Op::NEG: return flt ? b_.CreateFNeg(s[0]) : b_.CreateNeg(s[0]);
+      case Op::RECIP: return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), s[0]);
+      case Op::SQRT: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, s[0]);
+      case Op::ABS:
+        if (flt) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, s[0]);
+        if (uns) return s[0];
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, s[0], b_.getFalse());
+      case Op::TRUNC:
+      case Op::FLOOR:
+      case Op::CEIL:
+      case Op::ROUND: return rounding(op, s[0]);
+      case Op::MAX:
+        return b_.CreateSelect(flt ? b_.CreateFCmpOLT(s[0], s[1]) : uns ? b_.CreateICmpULT(s[0], s[1]) : b_.CreateICmpSLT(s[0], s[1]), s[1], s[0]);
+      case Op::MIN:
+        return b_.CreateSelect(flt ? b_.CreateFCmpOLT(s[1], s[0]) : uns ? b_.CreateICmpULT(s[1], s[0]) : b_.CreateICmpSLT(s[1], s[0]), s[1], s[0]);
+      case Op::CMPLT: return flt ? b_.CreateFCmpOLT(s[0], s[1]) : uns ? b_.CreateICmpULT(s[0], s[1]) : b_.CreateICmpSLT(s[0], s[1]);
+      case Op::CMPEQ: return flt ? b_.CreateFCmpOEQ(s[0], s[1]) : b_.CreateICmpEQ(s[0], s[1]);
+      case Op::CMPNE: return flt ? b_.CreateFCmpUNE(s[0], s[1]) : b_.CreateICmpNE(s[0], s[1]);
+      case Op::AND: return b_.CreateAnd(s[0], s[1]);
+      case Op::OR: return b_.CreateOr(s[0], s[1]);
+      case Op::XOR: return b_.CreateXor(s[0], s[1]);
+      case Op::WHERE: return b_.CreateSelect(s[0], s[1], s[2]);
+      case Op::MULACC:
+        if (flt) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {s[0], s[1], s[2]});
+        return b_.CreateAdd(b_.CreateMul(s[0], s[1]), s[2]);
+      case Op::IDIV:
+      case Op::MOD: {
+        if (flt) {  // C fmod: x - trunc(x/y)*y
+          llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, b_.CreateFDiv(s[0], s[1]));
+          llvm::Value* r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {b_.CreateFNeg(q), s[1], s[0]});
+          return b_.CreateSelect(b_.CreateFCmpOEQ(r, fz()), b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fz(), s[0]), r);
+        }
+        return divmod(op == Op::IDIV, uns, s[0], s[1], iz, ic);
+      }
+      case Op::SHL:
+      case Op::SHR: {
+        unsigned bits = t->getScalarSizeInBits();
+        llvm::Value* inr = b_.CreateICmpULT(s[1], ic(bits));  // also rejects negative amounts
+        llvm::Value* amt = b_.CreateSelect(inr, s[1], iz());
+        if (op == Op::SHL) return b_.CreateSelect(inr, b_.CreateShl(s[0], amt), iz());
+        if (uns) return b_.CreateSelect(inr, b_.CreateLShr(s[0], amt), iz());
+        return b_.CreateSelect(inr, b_.CreateAShr(s[0], amt), b_.CreateAShr(s[0], ic(bits - 1)));
+      }
+      case Op::POW: return ipow(s[0], s[1], t, ic, uns);
+      default: break;
+    }
+    throw InternalError(str_cat("emitter: no lowering for ", op_name(op), " on ", d.str()));
+  }
+
+  // Rounding to an integral value. x86 before SSE4.1 has no rounding instruction and LLVM would
+  // call libm there, so those targets get the add-and-subtract 2^p trick instead.
+  llvm::Value* rounding(Op op, llvm::Value* x) {
+    llvm::Intrinsic::ID id = op == Op::TRUNC   ? llvm::Intrinsic::trunc
+                             : op == Op::FLOOR ? llvm::Intrinsic::floor
+                             : op == Op::CEIL  ? llvm::Intrinsic::ceil
+                                               : llvm::Intrinsic::roundeven;
+    if (!target_.is_x86() || target_.has_feature("sse4.1")) return b_.CreateUnaryIntrinsic(id, x);
+    llvm::Type* t = x->getType();
+    bool dbl = t->getScalarType()->isDoubleTy();
+    llvm::Value* big = llvm::ConstantFP::get(t, dbl ? 4503599627370496.0 : 8388608.0);  // 2^52 / 2^23
+    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    llvm::Value* integral = b_.CreateFCmpUGE(ax, big);  // already an integer, or NaN
+    llvm::Value* r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b_.CreateFSub(b_.CreateFAdd(ax, big), big), x);
+    llvm::Value* one = llvm::ConstantFP::get(t, 1.0);
+    if (op == Op::FLOOR) r = b_.CreateSelect(b_.CreateFCmpOGT(r, x), b_.CreateFSub(r, one), r);
+    if (op == Op::CEIL) r = b_.CreateSelect(b_.CreateFCmpOLT(r, x), b_.CreateFAdd(r, one), r);
+    if (op == Op::TRUNC) {
+      llvm::Value* ar = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r);
+      r = b_.CreateSelect(b_.CreateFCmpOGT(ar, ax), b_.CreateFSub(r, b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, one, x)), r);
+    }
+    r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);  // keep -0.0
+    return b_.CreateSelect(integral, x, r);
+  }
+
+  // Integer division and modulo with kiln's semantics: x/0 = 0, x%0 = 0, INT_MIN/-1 wraps.
+  template <typename Z, typename C>
+  llvm::Value* divmod(bool div, bool uns, llvm::Value* x, llvm::Value* y, Z iz, C ic) {
+    if (auto* cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && !cy->isZero() && (uns || !cy->isMinusOne())) {
+      if (uns) return div ? b_.CreateUDiv(x, y) : b_.CreateURem(x, y);
+      return div ? b_.CreateSDiv(x, y) : b_.CreateSRem(x, y);
+    }
+    llvm::Value* zero = b_.CreateICmpEQ(y, iz());
+    if (uns) {
+      llvm::Value* safe = b_.CreateSelect(zero, ic(1), y);
+      return b_.CreateSelect(zero, iz(), div ? b_.CreateUDiv(x, safe) : b_.CreateURem(x, safe));
+    }
+    llvm::Value* minus1 = b_.CreateICmpEQ(y, ic(-1));
+    llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, minus1), ic(1), y);
+    llvm::Value* r = div ? b_.CreateSDiv(x, safe) : b_.CreateSRem(x, safe);
+    r = b_.CreateSelect(minus1, div ? b_.CreateNeg(x) : iz(), r);
+    return b_.CreateSelect(zero, iz(), r);
+  }
+
+  // Integer power by squaring, branch-free over the exponent's bits.
+  template <typename C>
+  llvm::Value* ipow(llvm::Value* x, llvm::Value* e, llvm::Type* t, C ic, bool uns) {
+    unsigned bits = t->getScalarSizeInBits();
+    llvm::Value* r = ic(1);
+    llvm::Value* base = x;
+    for (unsigned i = 0; i < bits - (uns ? 0 : 1); ++i) {
+      llvm::Value* bit = b_.CreateICmpNE(b_.CreateAnd(b_.CreateLShr(e, ic(i)), ic(1)), ic(0));
+      r = b_.CreateSelect(bit, b_.CreateMul(r, base), r);
+      base = b_.CreateMul(base, base);
+    }
+    if (uns) return r;
+    // Negative exponents: 1 for x == 1, +-1 for x == -1 (by parity), 0 otherwise.
+    llvm::Value* neg = b_.CreateICmpSLT(e, ic(0));
+    llvm::Value* odd = b_.CreateICmpNE(b_.CreateAnd(e, ic(1)), ic(0));
+    llvm::Value* negres = b_.CreateSelect(b_.CreateICmpEQ(x, ic(1)), ic(1),
+                                          b_.CreateSelect(b_.CreateICmpEQ(x, ic(-1)), b_.CreateSelect(odd, ic(-1), ic(1)), ic(0)));
+    return b_.CreateSelect(neg, negres, r);
+  }
+
+  llvm::Value* cast(DType from, DType to, llvm::Value* v) {
+    llvm::Type* t = ty(to);
+    bool ff = from.is_float(), tf = to.is_float();
+    if (to.is_bool()) return ff ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0)) : b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    if (from.is_bool()) return tf ? b_.CreateUIToFP(v, t) : b_.CreateZExt(v, t);
+    if (ff && tf) {
+      llvm::Value* r = v->getType() == t ? v : b_.CreateFPCast(v, t);
+      return round_to(r, to.scalar);
+    }
+    if (tf) return round_to(from.is_unsigned() ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t), to.scalar);
+    if (ff) return b_.CreateIntrinsic(to.is_unsigned() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat, {t, v->getType()}, {v});
+    return b_.CreateIntCast(v, t, !from.is_unsigned());
+  }
+
+  llvm::Value* bitcast(DType from, DType to, llvm::Value* v) {
+    if (from.scalar == ScalarKind::Float16 || from.scalar == ScalarKind::BFloat16) v = float_to_half_bits(v, from.scalar);
+    if (to.scalar == ScalarKind::Float16 || to.scalar == ScalarKind::BFloat16) return half_bits_to_float(v, to.scalar, ty(to));
+    return b_.CreateBitCast(v, ty(to));
+  }
+
+  // ---------------------------------------------------------------- entry
+
+  llvm::Function* make_entry(const std::string& name, size_t nargs) {
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getInt32Ty()}, false);
+    auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr("no-builtins");
+    llvm::IRBuilder<> eb(llvm::BasicBlock::Create(c_, "entry", f));
+    std::vector<llvm::Value*> args;
+    for (size_t i = 0; i < nargs; ++i) {
+      llvm::Value* slot = eb.CreateConstInBoundsGEP1_64(eb.getPtrTy(), f->getArg(0), i);
+      args.push_back(eb.CreateLoad(eb.getPtrTy(), slot));
+    }
+    args.push_back(f->getArg(2));
+    args.push_back(f->getArg(3));
+    eb.CreateCall(fn_, args);
+    eb.CreateRetVoid();
+    fn_->addFnAttr(llvm::Attribute::AlwaysInline);
+    return f;
+  }
+
+  struct Loop {
+    const UOp* range;
+    llvm::PHINode* iv;
+    llvm::BasicBlock* header;
+    llvm::BasicBlock* exit;
+  };
+
+  llvm::Module& m_;
+  llvm::LLVMContext& c_;
+  llvm::IRBuilder<> b_;
+  const Target& target_;
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* entry_bb_ = nullptr;
+  llvm::Value* task_ = nullptr;
+  llvm::Value* ntasks_ = nullptr;
+  llvm::Type* idx_ = nullptr;
+  std::vector<DType> arg_dtypes_;
+  std::unordered_map<const UOp*, llvm::Value*> vals_;
+  std::unordered_map<const UOp*, llvm::AllocaInst*> accs_;
+  std::vector<Loop> loops_;
+};
+
+}  // namespace
+
+KernelFunctions emit_kernel(llvm::Module& m, const std::string& name, const std::vector<LinearOp>& program,
+                            const std::vector<DType>& arg_dtypes, const Target& target) {
+  return Emitter(m, target).run(name, program, arg_dtypes);
+}
+
+}  // namespace kiln

@@ -1,0 +1,34 @@
+// From planned kernel ASTs to linearized programs: kernel optimization (opts chosen by the
+// heuristics, or none at --opt-level 0), expansion into vectors and accumulators, linearization.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/linearizer.h"
+#include "compiler/codegen/llvm/module_builder.h"
+#include "compiler/opt/opts.h"
+#include "compiler/schedule/plan.h"
+
+namespace kiln {
+
+class Target;
+
+struct LoweredKernel {
+  std::string name;
+  OptimizedKernel optimized;  // the AST after opts, with its task count
+  const UOp* lowered = nullptr;
+  CodegenKernel codegen;
+};
+
+struct LowerOptions {
+  int opt_level = 2;  // 0: no opts (scalar loops); >= 1: default heuristics
+};
+
+// One LoweredKernel per program of the plan, in program order.
+std::vector<LoweredKernel> lower_kernels(const Plan& plan, const Target& t, const LowerOptions& o);
+
+// The element dtypes of a kernel's arguments (DEFINE_GLOBAL 0..n-1).
+std::vector<DType> kernel_arg_dtypes(const UOp* ast);
+
+}  // namespace kiln

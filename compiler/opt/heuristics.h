@@ -1,0 +1,25 @@
+// Default kernel optimizations, so that no kernel is naive:
+//  - the innermost output loop (the store's contiguous axis) is upcast to the target's vector
+//    width (the largest power-of-two divisor of its size up to the width, else the largest
+//    divisor), so loads and stores become vector operations;
+//  - a contraction (a REDUCE(ADD) of a product) gets a register tile: a second output axis is
+//    upcast (up to 4) and the reduce loop unrolled (up to 4), and the contiguous axis may take
+//    two vectors;
+//  - the outermost output loop is split into tasks when the kernel does enough work to pay for
+//    it (at least 2^16 multiply-adds or elements).
+#pragma once
+
+#include <vector>
+
+#include "compiler/opt/opts.h"
+
+namespace kiln {
+
+struct OptTarget {
+  int vector_bytes = 32;  // 16 (SSE/NEON), 32 (AVX2), 64 (AVX-512)
+  int max_tasks = 16;
+};
+
+std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t);
+
+}  // namespace kiln

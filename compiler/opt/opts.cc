@@ -1,0 +1,208 @@
+#include "compiler/opt/opts.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "compiler/ir/rewrite.h"
+#include "compiler/ir/symbolic.h"
+#include "compiler/support/error.h"
+
+namespace kiln {
+
+const char* opt_kind_name(OptKind k) {
+  switch (k) {
+    case OptKind::Upcast: return "UPCAST";
+    case OptKind::Unroll: return "UNROLL";
+    case OptKind::Tile: return "TILE";
+    case OptKind::Parallel: return "PARALLEL";
+  }
+  return "?";
+}
+
+std::string Opt::str() const { return str_cat(opt_kind_name(kind), "(r", range_id, ",", amount, ")"); }
+
+KernelRanges kernel_ranges(const UOp* ast) {
+  KernelRanges kr;
+  std::vector<const UOp*> all;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::RANGE) all.push_back(u);
+  std::sort(all.begin(), all.end(), [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
+  for (const UOp* r : all) {
+    switch (r->range().kind) {
+      case AxisKind::Loop:
+      case AxisKind::Parallel: kr.loops.push_back(r); break;
+      case AxisKind::Reduce: kr.reduces.push_back(r); break;
+      case AxisKind::Upcast:
+      case AxisKind::Unroll: kr.upcasts.push_back(r); break;
+    }
+  }
+  return kr;
+}
+
+namespace {
+
+int64_t size_of(const UOp* r) { return r->src[0]->cval().i; }
+
+// Replaces range `r` in the AST: every use by `expr`, and in a REDUCE's range list by `parts`.
+const UOp* replace_range(const UOp* ast, const UOp* r, const UOp* expr, const std::vector<const UOp*>& parts) {
+  std::unordered_map<const UOp*, const UOp*> done;
+  for (const UOp* n : ast->toposort()) {
+    if (n == r) {
+      done[n] = expr;
+      continue;
+    }
+    std::vector<const UOp*> src;
+    bool changed = false;
+    for (size_t i = 0; i < n->src.size(); ++i) {
+      const UOp* s = n->src[i];
+      if (n->op == Op::REDUCE && i > 0 && s == r) {
+        src.insert(src.end(), parts.begin(), parts.end());
+        changed = true;
+        continue;
+      }
+      const UOp* m = done.at(s);
+      changed |= m != s;
+      src.push_back(m);
+    }
+    done[n] = changed ? n->with_src(std::move(src)) : n;
+  }
+  return done.at(ast);
+}
+
+class Applier {
+ public:
+  explicit Applier(const UOp* ast) : ast_(ast), ctx_(ast->ctx()) {
+    KernelRanges kr = kernel_ranges(ast);
+    loop_order_ = kr.loops;
+    for (const UOp* r : ast->toposort())
+      if (r->op == Op::RANGE) next_id_ = std::max(next_id_, r->range().id + 1);
+  }
+
+  void apply(const Opt& o) {
+    const UOp* r = find(o);
+    int64_t n = size_of(r);
+    AxisKind k = r->range().kind;
+    auto bad = [&](const std::string& why) { throw Error(str_cat("opt ", o.str(), ": ", why)); };
+    if (o.amount < 1) bad("amount must be >= 1");
+    switch (o.kind) {
+      case OptKind::Upcast:
+      case OptKind::Tile:
+        if (k != AxisKind::Loop) bad(str_cat("needs an output loop, r", o.range_id, " is ", axis_kind_name(k)));
+        break;
+      case OptKind::Unroll:
+        if (k != AxisKind::Reduce) bad(str_cat("needs a reduce range, r", o.range_id, " is ", axis_kind_name(k)));
+        break;
+      case OptKind::Parallel:
+        if (k != AxisKind::Loop) bad(str_cat("needs an output loop, r", o.range_id, " is ", axis_kind_name(k)));
+        if (loop_order_.empty() || loop_order_.front() != r) bad("only the outermost loop can be split into tasks");
+        break;
+    }
+    if (o.kind == OptKind::Parallel) {
+      const UOp* p = ctx_->range(n, r->range().id, AxisKind::Parallel);
+      ast_ = substitute(ast_, {{r, p}});
+      loop_order_.front() = p;
+      ntasks_ = std::min(o.amount, n);
+      return;
+    }
+    if (n % o.amount != 0) bad(str_cat("amount does not divide the range size ", n));
+    if (o.amount == n && o.kind == OptKind::Tile) bad("a tile as large as the range is no tile");
+    if (o.kind == OptKind::Upcast) {
+      lanes_ *= o.amount;
+      if (lanes_ > kMaxUpcastLanes) bad(str_cat("more than ", kMaxUpcastLanes, " upcast lanes in one kernel"));
+    }
+    AxisKind outer_kind = o.kind == OptKind::Unroll ? AxisKind::Reduce : AxisKind::Loop;
+    AxisKind inner_kind = o.kind == OptKind::Upcast   ? AxisKind::Upcast
+                          : o.kind == OptKind::Unroll ? AxisKind::Unroll
+                                                      : AxisKind::Loop;
+    const UOp* outer = n / o.amount > 1 ? ctx_->range(n / o.amount, next_id_++, outer_kind) : nullptr;
+    const UOp* inner = ctx_->range(o.amount, next_id_++, inner_kind);
+    const UOp* expr = outer ? outer->mul(o.amount)->add(inner) : inner;
+    std::vector<const UOp*> parts;
+    if (outer) parts.push_back(outer);
+    parts.push_back(inner);
+    ast_ = replace_range(ast_, r, expr, parts);
+    auto it = std::find(loop_order_.begin(), loop_order_.end(), r);
+    if (it != loop_order_.end()) {
+      size_t pos = static_cast<size_t>(it - loop_order_.begin());
+      loop_order_.erase(it);
+      if (o.kind == OptKind::Tile) {
+        loop_order_.insert(loop_order_.begin() + static_cast<std::ptrdiff_t>(pos), inner);
+        if (outer) loop_order_.insert(loop_order_.begin(), outer);
+      } else if (outer) {
+        loop_order_.insert(loop_order_.begin() + static_cast<std::ptrdiff_t>(pos), outer);
+      }
+    }
+    renamed_[o.range_id] = outer ? outer : inner;
+  }
+
+  OptimizedKernel finish(const std::vector<Opt>& opts) {
+    // Renumber: loops in loop order, then reduce ranges (in their old id order), then the rest.
+    KernelRanges kr = kernel_ranges(ast_);
+    std::unordered_map<const UOp*, const UOp*> map;
+    int64_t id = 0;
+    auto renum = [&](const UOp* r) {
+      if (map.count(r)) return;
+      map[r] = ctx_->range(r->src[0], id++, r->range().kind);
+    };
+    for (const UOp* r : loop_order_)
+      if (std::find(kr.loops.begin(), kr.loops.end(), r) != kr.loops.end()) renum(r);
+    for (const UOp* r : kr.loops) renum(r);
+    for (const UOp* r : kr.reduces) renum(r);
+    for (const UOp* r : kr.upcasts) renum(r);
+    // The replacement is simultaneous, so a new range equal to another old one is not remapped.
+    OptimizedKernel out;
+    out.ast = graph_rewrite(replace_all(ast_, map), pm_symbolic());
+    out.ntasks = ntasks_;
+    out.opts = opts;
+    return out;
+  }
+
+ private:
+  const UOp* find(const Opt& o) {
+    // An opt may name a range created by an earlier opt's split only through its original id
+    // (which then means the outer part).
+    if (auto it = renamed_.find(o.range_id); it != renamed_.end()) return it->second;
+    for (const UOp* u : ast_->toposort())
+      if (u->op == Op::RANGE && u->range().id == o.range_id) return u;
+    throw Error(str_cat("opt ", o.str(), ": the kernel has no range r", o.range_id));
+  }
+
+  // A simultaneous replacement of ranges (REDUCE range lists included).
+  static const UOp* replace_all(const UOp* ast, const std::unordered_map<const UOp*, const UOp*>& map) {
+    std::unordered_map<const UOp*, const UOp*> done;
+    for (const UOp* n : ast->toposort()) {
+      if (auto it = map.find(n); it != map.end()) {
+        done[n] = it->second;
+        continue;
+      }
+      std::vector<const UOp*> src;
+      bool changed = false;
+      for (const UOp* s : n->src) {
+        const UOp* m = done.at(s);
+        changed |= m != s;
+        src.push_back(m);
+      }
+      done[n] = changed ? n->with_src(std::move(src)) : n;
+    }
+    return done.at(ast);
+  }
+
+  const UOp* ast_;
+  Context* ctx_;
+  std::vector<const UOp*> loop_order_;
+  std::map<int64_t, const UOp*> renamed_;
+  int64_t next_id_ = 0;
+  int64_t ntasks_ = 1;
+  int64_t lanes_ = 1;
+};
+
+}  // namespace
+
+OptimizedKernel apply_opts(const UOp* ast, const std::vector<Opt>& opts) {
+  Applier a(ast);
+  for (const Opt& o : opts) a.apply(o);
+  return a.finish(opts);
+}
+
+}  // namespace kiln
