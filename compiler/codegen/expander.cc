@@ -23,7 +23,8 @@ class Expander {
       if (u->op == Op::RANGE && u->range().kind == AxisKind::Upcast) ups_.push_back(u);
       if (u->op == Op::RANGE) next_range_id_ = std::max(next_range_id_, u->range().id + 1);
     }
-    std::sort(ups_.begin(), ups_.end(), [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
+    std::sort(ups_.begin(), ups_.end(),
+              [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
     KILN_CHECK(ups_.size() <= 16, "too many upcast ranges: ", ups_.size());
   }
 
@@ -78,13 +79,17 @@ class Expander {
     }
     return out;
   }
-  DType vec(DType d, int64_t n) const { return n == 1 ? d.base() : d.base().vec(static_cast<uint16_t>(n)); }
+  DType vec(DType d, int64_t n) const {
+    return n == 1 ? d.base() : d.base().vec(static_cast<uint16_t>(n));
+  }
 
   // `e` (in layout `from`) in layout `to` (a superset of from).
   const UOp* convert(const UOp* e, Mask from, Mask to) {
     if (from == to) return e;
     int64_t n = lanes(to);
-    if (from == 0) return ctx_->make(Op::VECTORIZE, vec(e->dtype, n), std::vector<const UOp*>(static_cast<size_t>(n), e));
+    if (from == 0)
+      return ctx_->make(Op::VECTORIZE, vec(e->dtype, n),
+                        std::vector<const UOp*>(static_cast<size_t>(n), e));
     std::vector<int64_t> idx(static_cast<size_t>(n));
     for (int64_t l = 0; l < n; ++l) idx[static_cast<size_t>(l)] = project(from, to, l);
     return ctx_->make(Op::GEP, vec(e->dtype, n), {e}, idx);
@@ -117,13 +122,17 @@ class Expander {
       }
       case Op::CONST:
       case Op::DEFINE_GLOBAL:
-      case Op::DEFINE_VAR: return n;
-      case Op::LOAD: return expand_load(n);
-      case Op::REDUCE: return expand_reduce(n);
-      default: break;
+      case Op::DEFINE_VAR:
+        return n;
+      case Op::LOAD:
+        return expand_load(n);
+      case Op::REDUCE:
+        return expand_reduce(n);
+      default:
+        break;
     }
-    KILN_CHECK(alu_arity(n->op) || n->op == Op::CAST || n->op == Op::BITCAST, "expander: unexpected ",
-               op_name(n->op));
+    KILN_CHECK(alu_arity(n->op) || n->op == Op::CAST || n->op == Op::BITCAST,
+               "expander: unexpected ", op_name(n->op));
     Mask m = mask_of(n);
     std::vector<const UOp*> src;
     for (const UOp* s : n->src) src.push_back(convert(expand(s), mask_of(s), m));
@@ -178,8 +187,10 @@ class Expander {
     offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
     std::vector<std::pair<int64_t, int64_t>> runs;
     for (int64_t o : offs) {
-      if (!runs.empty() && runs.back().first + runs.back().second == o) ++runs.back().second;
-      else runs.push_back({o, 1});
+      if (!runs.empty() && runs.back().first + runs.back().second == o)
+        ++runs.back().second;
+      else
+        runs.push_back({o, 1});
     }
     return runs;
   }
@@ -204,7 +215,8 @@ class Expander {
         for (int64_t k = 0; k < len; ++k) pos[start + k] = p++;
       }
       bool identity = loads.size() == 1 && p == n;
-      for (int64_t l = 0; l < n && identity; ++l) identity = pos[ls.offset[static_cast<size_t>(l)]] == l;
+      for (int64_t l = 0; l < n && identity; ++l)
+        identity = pos[ls.offset[static_cast<size_t>(l)]] == l;
       if (identity) return loads[0];
       std::vector<int64_t> lane_map;
       for (int64_t l = 0; l < n; ++l) lane_map.push_back(pos[ls.offset[static_cast<size_t>(l)]]);
@@ -212,8 +224,10 @@ class Expander {
     }
     std::vector<const UOp*> scalars;
     for (const Access& a : ls.acc) {
-      if (!a.lin) scalars.push_back(ctx_->const_value(el, ConstValue::of_int(0)));
-      else scalars.push_back(ctx_->make(Op::LOAD, el, {make_index(buf, a.gate, a.lin)}));
+      if (!a.lin)
+        scalars.push_back(ctx_->const_value(el, ConstValue::of_int(0)));
+      else
+        scalars.push_back(ctx_->make(Op::LOAD, el, {make_index(buf, a.gate, a.lin)}));
     }
     return ctx_->make(Op::VECTORIZE, vec(el, n), scalars);
   }
@@ -240,9 +254,11 @@ class Expander {
               break;
             }
         bool identity = len == n;
-        for (int64_t k = 0; k < len && identity; ++k) identity = lane_map[static_cast<size_t>(k)] == k;
+        for (int64_t k = 0; k < len && identity; ++k)
+          identity = lane_map[static_cast<size_t>(k)] == k;
         const UOp* v = identity ? value : ctx_->make(Op::GEP, vec(el, len), {value}, lane_map);
-        out.push_back(ctx_->make(Op::STORE, dtypes::void_, {make_index(buf, a0.gate, simplify(a0.lin->add(start))), v}));
+        out.push_back(ctx_->make(Op::STORE, dtypes::void_,
+                                 {make_index(buf, a0.gate, simplify(a0.lin->add(start))), v}));
       }
       return out;
     }
@@ -296,7 +312,9 @@ class Expander {
     for (const UOp* u : body->toposort())
       if (u->op == Op::REDUCE)
         for (size_t i = 1; i < u->src.size(); ++i)
-          if (!map.count(u->src[i])) map[u->src[i]] = ctx_->range(u->src[i]->src[0], next_range_id_++, u->src[i]->range().kind);
+          if (!map.count(u->src[i]))
+            map[u->src[i]] =
+                ctx_->range(u->src[i]->src[0], next_range_id_++, u->src[i]->range().kind);
     return map.empty() ? body : substitute(body, map);
   }
 

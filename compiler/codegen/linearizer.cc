@@ -32,14 +32,16 @@ class Linearizer {
     // Output loops, nested in id order.
     std::vector<const UOp*> loops;
     for (const UOp* u : topo) {
-      if (u->op == Op::RANGE && (u->range().kind == AxisKind::Loop || u->range().kind == AxisKind::Parallel))
+      if (u->op == Op::RANGE &&
+          (u->range().kind == AxisKind::Loop || u->range().kind == AxisKind::Parallel))
         loops.push_back(u);
       if (u->op == Op::REDUCE) {
         reduce_of_acc_[u->src[1]] = u;
         for (size_t i = 2; i < u->src.size(); ++i) reduce_of_range_[u->src[i]] = u;
       }
     }
-    std::sort(loops.begin(), loops.end(), [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
+    std::sort(loops.begin(), loops.end(),
+              [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
     Scope* s = root_;
     for (const UOp* r : loops) {
       s = make_scope(r, nullptr, s);
@@ -77,7 +79,8 @@ class Linearizer {
     for (size_t i = 0; i < u->src.size(); ++i) {
       if (u->op == Op::REDUCE && i > 0) continue;  // its ACC and ranges are closed here
       for (const UOp* x : open(u->src[i]))
-        if (!(u->op == Op::REDUCE && (x == u->src[1] || std::find(u->src.begin() + 2, u->src.end(), x) != u->src.end())) &&
+        if (!(u->op == Op::REDUCE &&
+              (x == u->src[1] || std::find(u->src.begin() + 2, u->src.end(), x) != u->src.end())) &&
             std::find(out.begin(), out.end(), x) == out.end())
           out.push_back(x);
     }
@@ -111,7 +114,8 @@ class Linearizer {
       Scope* s = scope_of_item(x);
       Scope* c = best;
       while (c && c != s) c = c->parent;
-      KILN_CHECK(c == s, "linearizer: dependencies of ", op_name(u->op), " are not nested in one another");
+      KILN_CHECK(c == s, "linearizer: dependencies of ", op_name(u->op),
+                 " are not nested in one another");
     }
     return placed_[u] = best;
   }
@@ -155,9 +159,12 @@ class Linearizer {
         for (const UOp* src : n->src) {
           Scope* ss = placed_.at(src);
           size_t from;
-          if (ss == s) from = index.at(src);
-          else if (Scope* ch = child_toward(s, ss)) from = index.at(ch);
-          else continue;  // defined outside this scope: already emitted
+          if (ss == s)
+            from = index.at(src);
+          else if (Scope* ch = child_toward(s, ss))
+            from = index.at(ch);
+          else
+            continue;  // defined outside this scope: already emitted
           if (from == item) continue;
           users[from].push_back(item);
           ++indeg[item];
@@ -169,9 +176,12 @@ class Linearizer {
         for (const UOp* src : items[i].node->src) {
           Scope* ss = placed_.at(src);
           size_t from;
-          if (ss == s) from = index.at(src);
-          else if (Scope* ch = child_toward(s, ss)) from = index.at(ch);
-          else continue;
+          if (ss == s)
+            from = index.at(src);
+          else if (Scope* ch = child_toward(s, ss))
+            from = index.at(ch);
+          else
+            continue;
           users[from].push_back(i);
           ++indeg[i];
         }
@@ -188,8 +198,10 @@ class Linearizer {
       size_t i = ready.begin()->second;
       ready.erase(ready.begin());
       ++emitted;
-      if (items[i].node) out.push_back({LinearOp::Kind::Node, items[i].node});
-      else emit(items[i].child, out);
+      if (items[i].node)
+        out.push_back({LinearOp::Kind::Node, items[i].node});
+      else
+        emit(items[i].child, out);
       for (size_t u : users[i])
         if (--indeg[u] == 0) ready.emplace(items[u].key * 2 + (items[u].child ? 1 : 0), u);
     }
@@ -211,7 +223,9 @@ class Linearizer {
 
 }  // namespace
 
-std::vector<LinearOp> linearize(const UOp* lowered_ast) { return Linearizer(lowered_ast).run(); }
+std::vector<LinearOp> linearize(const UOp* lowered_ast) {
+  return Linearizer(lowered_ast).run();
+}
 
 std::string print_linear(const std::vector<LinearOp>& ops) {
   std::unordered_map<const UOp*, size_t> num;
@@ -223,17 +237,22 @@ std::string print_linear(const std::vector<LinearOp>& ops) {
   for (const LinearOp& o : ops) {
     switch (o.kind) {
       case LinearOp::Kind::LoopBegin:
-        out += indent + "loop r" + std::to_string(o.u->range().id) + " in [0, " + std::to_string(o.u->src[0]->cval().i) +
-               ")" + (o.u->range().kind == AxisKind::Parallel ? " (split across tasks)" : "") + " {\n";
+        out += indent + "loop r" + std::to_string(o.u->range().id) + " in [0, " +
+               std::to_string(o.u->src[0]->cval().i) + ")" +
+               (o.u->range().kind == AxisKind::Parallel ? " (split across tasks)" : "") + " {\n";
         indent += "  ";
         break;
       case LinearOp::Kind::LoopEnd:
         indent.resize(indent.size() - 2);
         out += indent + "}\n";
         break;
-      case LinearOp::Kind::AccInit: out += indent + "acc" + std::to_string(o.u->src[1]->iarg()) + " = identity(" + op_name(o.u->op_arg()) + ")\n"; break;
+      case LinearOp::Kind::AccInit:
+        out += indent + "acc" + std::to_string(o.u->src[1]->iarg()) + " = identity(" +
+               op_name(o.u->op_arg()) + ")\n";
+        break;
       case LinearOp::Kind::AccUpdate:
-        out += indent + "acc" + std::to_string(o.u->src[1]->iarg()) + " = " + ref(o.u->src[0]) + "\n";
+        out +=
+            indent + "acc" + std::to_string(o.u->src[1]->iarg()) + " = " + ref(o.u->src[0]) + "\n";
         break;
       case LinearOp::Kind::Node: {
         size_t k = num.size();

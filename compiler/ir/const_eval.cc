@@ -157,6 +157,8 @@ ConstValue eval_float(Op op, DType d, std::span<const ConstValue> a) {
       return F(single ? double(xf * yf) : x * y);
     case Op::FDIV:
       return F(single ? double(xf / yf) : x / y);
+    case Op::MOD:
+      return F(single ? double(std::fmod(xf, yf)) : std::fmod(x, y));
     case Op::MAX:
       return F(fmax_kiln(x, y));
     case Op::MIN:
@@ -327,13 +329,17 @@ ConstValue eval_cast(DType from, DType to, ConstValue v) {
 ConstValue reduce_identity(Op op, DType d) {
   bool f = d.is_float();
   switch (op) {
-    case Op::ADD: return f ? ConstValue::of_float(0.0) : ConstValue::of_int(0);
-    case Op::MUL: return f ? ConstValue::of_float(1.0) : ConstValue::of_int(1);
-    case Op::MAX: return f ? ConstValue::of_float(-INFINITY) : ConstValue::of_int(dtype_min(d));
+    case Op::ADD:
+      return f ? ConstValue::of_float(0.0) : ConstValue::of_int(0);
+    case Op::MUL:
+      return f ? ConstValue::of_float(1.0) : ConstValue::of_int(1);
+    case Op::MAX:
+      return f ? ConstValue::of_float(-INFINITY) : ConstValue::of_int(dtype_min(d));
     case Op::MIN:
       if (f) return ConstValue::of_float(INFINITY);
       return ConstValue::of_int(d.scalar == ScalarKind::UInt64 ? -1 : dtype_max(d));
-    default: break;
+    default:
+      break;
   }
   throw InternalError(str_cat("reduce_identity: ", op_name(op), " is not a reduction"));
 }

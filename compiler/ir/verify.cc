@@ -19,7 +19,7 @@ OpSet allowed(IrStage s) {
     case IrStage::Lowered:
       return base | OpSet{Op::DEFINE_GLOBAL, Op::DEFINE_VAR, Op::RANGE,  Op::INDEX,
                           Op::LOAD,          Op::STORE,      Op::REDUCE, Op::VECTORIZE,
-                          Op::GEP,           Op::VCONST,     Op::TASK,          Op::ACC};
+                          Op::GEP,           Op::VCONST,     Op::TASK,   Op::ACC};
   }
   return base;
 }
@@ -55,6 +55,14 @@ class Verifier {
         if (u->dtype.scalar != u->src[0]->dtype.scalar)
           fail(u, "LOAD dtype differs from the buffer's");
         break;
+      case Op::GEP:
+        if (u->src.empty() || u->varg().size() != u->dtype.lanes)
+          fail(u, "GEP lane list does not match its dtype");
+        break;
+      case Op::VECTORIZE:
+        if (u->src.size() != u->dtype.lanes)
+          fail(u, "VECTORIZE source count does not match its dtype");
+        break;
       case Op::STORE:
         if (u->src.size() != 2 || u->src[0]->op != Op::INDEX) fail(u, "STORE needs (INDEX, value)");
         if (u->src[1]->dtype.scalar != u->src[0]->dtype.scalar)
@@ -66,7 +74,8 @@ class Verifier {
         size_t first = stage_ == IrStage::Lowered ? 2 : 1;
         if (u->src.size() < first + (stage_ == IrStage::Lowered ? 0 : 1))
           fail(u, "REDUCE needs a value and at least one range");
-        if (stage_ == IrStage::Lowered && (u->src[1]->op != Op::ACC || u->src[1]->dtype != u->dtype))
+        if (stage_ == IrStage::Lowered &&
+            (u->src[1]->op != Op::ACC || u->src[1]->dtype != u->dtype))
           fail(u, "lowered REDUCE needs its accumulator (ACC of its dtype) as source 1");
         for (size_t i = first; i < u->src.size(); ++i)
           if (u->src[i]->op != Op::RANGE) fail(u, "REDUCE closes a non-RANGE");

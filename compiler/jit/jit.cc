@@ -27,8 +27,8 @@ FfiKernel::FfiKernel(void* fn, size_t nargs) : impl_(std::make_unique<Impl>()) {
   impl_->types.assign(nargs, &ffi_type_pointer);
   impl_->types.push_back(&ffi_type_uint32);
   impl_->types.push_back(&ffi_type_uint32);
-  if (ffi_prep_cif(&impl_->cif, FFI_DEFAULT_ABI, static_cast<unsigned>(impl_->types.size()), &ffi_type_void,
-                   impl_->types.data()) != FFI_OK)
+  if (ffi_prep_cif(&impl_->cif, FFI_DEFAULT_ABI, static_cast<unsigned>(impl_->types.size()),
+                   &ffi_type_void, impl_->types.data()) != FFI_OK)
     throw InternalError("ffi_prep_cif failed");
 }
 FfiKernel::~FfiKernel() = default;
@@ -71,7 +71,8 @@ JitProgram::JitProgram(const Plan& plan, const Target& host, const LowerOptions&
   for (const std::string& f : host.features()) features.AddFeature(f);
   jtmb.addFeatures(features.getFeatures());
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  impl_->jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "creating the JIT");
+  impl_->jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(),
+                     "creating the JIT");
   if (auto err = impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
     throw Error("JIT: " + llvm::toString(std::move(err)));
   for (const LoweredKernel& k : kernels_) {
@@ -82,11 +83,13 @@ JitProgram::JitProgram(const Plan& plan, const Target& host, const LowerOptions&
 
 JitProgram::~JitProgram() = default;
 
-std::map<std::string, NDArray> JitProgram::run(const Graph& g, const std::map<std::string, NDArray>& inputs) const {
+std::map<std::string, NDArray> JitProgram::run(const Graph& g,
+                                               const std::map<std::string, NDArray>& inputs) const {
   const Plan& plan = plan_;
   // The arena, 64-byte aligned.
   std::vector<uint8_t> arena_store(static_cast<size_t>(plan.memory.arena_bytes + 64));
-  uint8_t* arena = arena_store.data() + (64 - reinterpret_cast<uintptr_t>(arena_store.data()) % 64) % 64;
+  uint8_t* arena =
+      arena_store.data() + (64 - reinterpret_cast<uintptr_t>(arena_store.data()) % 64) % 64;
   std::vector<void*> ptr(plan.buffers.size(), nullptr);
   std::vector<NDArray> in_copies;
   in_copies.reserve(plan.inputs.size());
@@ -95,20 +98,23 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g, const std::map<st
     auto it = inputs.find(b.name);
     if (it == inputs.end()) throw Error("no value for input '" + b.name + "'");
     if (it->second.shape() != b.shape || it->second.dtype() != b.dtype)
-      throw Error("input '" + b.name + "' is " + it->second.dtype().str() + shape_str(it->second.shape()) + ", the model wants " +
-                  b.dtype.str() + shape_str(b.shape));
+      throw Error("input '" + b.name + "' is " + it->second.dtype().str() +
+                  shape_str(it->second.shape()) + ", the model wants " + b.dtype.str() +
+                  shape_str(b.shape));
     in_copies.push_back(it->second);
     ptr[static_cast<size_t>(id)] = in_copies.back().data();
   }
   std::map<std::string, NDArray> outputs;
   for (const PlanBuffer& b : plan.buffers) {
-    if (b.kind == BufferKind::Weight) ptr[static_cast<size_t>(b.id)] = const_cast<uint8_t*>(g.weight(b.weight_id).data());
+    if (b.kind == BufferKind::Weight)
+      ptr[static_cast<size_t>(b.id)] = const_cast<uint8_t*>(g.weight(b.weight_id).data());
     if (b.kind == BufferKind::Output) {
       outputs.emplace(b.name, NDArray(b.dtype, b.shape));
       ptr[static_cast<size_t>(b.id)] = outputs.at(b.name).data();
     }
   }
-  for (const MemorySlot& s : plan.memory.slots) ptr[static_cast<size_t>(s.buffer)] = arena + s.offset;
+  for (const MemorySlot& s : plan.memory.slots)
+    ptr[static_cast<size_t>(s.buffer)] = arena + s.offset;
   for (const auto& group : plan.groups)
     for (int li : group) {
       const Launch& l = plan.launches[static_cast<size_t>(li)];
@@ -116,7 +122,8 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g, const std::map<st
       for (int b : l.args) args.push_back(ptr[static_cast<size_t>(b)]);
       const LoweredKernel& k = kernels_[static_cast<size_t>(l.program)];
       uint32_t n = static_cast<uint32_t>(k.optimized.ntasks);
-      for (uint32_t t = 0; t < n; ++t) impl_->kernels[static_cast<size_t>(l.program)].call(args, t, n);
+      for (uint32_t t = 0; t < n; ++t)
+        impl_->kernels[static_cast<size_t>(l.program)].call(args, t, n);
     }
   return outputs;
 }

@@ -39,7 +39,8 @@ class JitProgram {
   ~JitProgram();
   // Runs the plan on `inputs` (by name; weights from `g`), sequentially, every task of every
   // launch in order. Throws kiln::Error for a missing or mis-shaped input.
-  std::map<std::string, NDArray> run(const Graph& g, const std::map<std::string, NDArray>& inputs) const;
+  std::map<std::string, NDArray> run(const Graph& g,
+                                     const std::map<std::string, NDArray>& inputs) const;
   const std::vector<LoweredKernel>& kernels() const { return kernels_; }
 
  private:

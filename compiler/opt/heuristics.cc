@@ -6,7 +6,9 @@ namespace kiln {
 
 namespace {
 
-int64_t size_of(const UOp* r) { return r->src[0]->cval().i; }
+int64_t size_of(const UOp* r) {
+  return r->src[0]->cval().i;
+}
 
 // The largest divisor of n that is at most `cap`, preferring powers of two.
 int64_t pick_divisor(int64_t n, int64_t cap) {
@@ -17,7 +19,9 @@ int64_t pick_divisor(int64_t n, int64_t cap) {
   return 1;
 }
 
-const UOp* store_of(const UOp* ast) { return ast->src.empty() ? nullptr : ast->src[0]; }
+const UOp* store_of(const UOp* ast) {
+  return ast->src.empty() ? nullptr : ast->src[0];
+}
 
 bool is_contraction(const UOp* ast) {
   for (const UOp* u : ast->toposort())
@@ -91,7 +95,9 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
     int64_t remaining = size_of(outer);
     for (const Opt& o : opts)
       if (o.range_id == outer->range().id && o.kind == OptKind::Upcast) remaining /= o.amount;
-    if (remaining >= 2) opts.push_back({OptKind::Parallel, outer->range().id, std::min<int64_t>(remaining, t.max_tasks)});
+    if (remaining >= 2)
+      opts.push_back(
+          {OptKind::Parallel, outer->range().id, std::min<int64_t>(remaining, t.max_tasks)});
   }
   return opts;
 }

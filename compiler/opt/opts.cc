@@ -12,29 +12,42 @@ namespace kiln {
 
 const char* opt_kind_name(OptKind k) {
   switch (k) {
-    case OptKind::Upcast: return "UPCAST";
-    case OptKind::Unroll: return "UNROLL";
-    case OptKind::Tile: return "TILE";
-    case OptKind::Parallel: return "PARALLEL";
+    case OptKind::Upcast:
+      return "UPCAST";
+    case OptKind::Unroll:
+      return "UNROLL";
+    case OptKind::Tile:
+      return "TILE";
+    case OptKind::Parallel:
+      return "PARALLEL";
   }
   return "?";
 }
 
-std::string Opt::str() const { return str_cat(opt_kind_name(kind), "(r", range_id, ",", amount, ")"); }
+std::string Opt::str() const {
+  return str_cat(opt_kind_name(kind), "(r", range_id, ",", amount, ")");
+}
 
 KernelRanges kernel_ranges(const UOp* ast) {
   KernelRanges kr;
   std::vector<const UOp*> all;
   for (const UOp* u : ast->toposort())
     if (u->op == Op::RANGE) all.push_back(u);
-  std::sort(all.begin(), all.end(), [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
+  std::sort(all.begin(), all.end(),
+            [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
   for (const UOp* r : all) {
     switch (r->range().kind) {
       case AxisKind::Loop:
-      case AxisKind::Parallel: kr.loops.push_back(r); break;
-      case AxisKind::Reduce: kr.reduces.push_back(r); break;
+      case AxisKind::Parallel:
+        kr.loops.push_back(r);
+        break;
+      case AxisKind::Reduce:
+        kr.reduces.push_back(r);
+        break;
       case AxisKind::Upcast:
-      case AxisKind::Unroll: kr.upcasts.push_back(r); break;
+      case AxisKind::Unroll:
+        kr.upcasts.push_back(r);
+        break;
     }
   }
   return kr;
@@ -42,10 +55,13 @@ KernelRanges kernel_ranges(const UOp* ast) {
 
 namespace {
 
-int64_t size_of(const UOp* r) { return r->src[0]->cval().i; }
+int64_t size_of(const UOp* r) {
+  return r->src[0]->cval().i;
+}
 
 // Replaces range `r` in the AST: every use by `expr`, and in a REDUCE's range list by `parts`.
-const UOp* replace_range(const UOp* ast, const UOp* r, const UOp* expr, const std::vector<const UOp*>& parts) {
+const UOp* replace_range(const UOp* ast, const UOp* r, const UOp* expr,
+                         const std::vector<const UOp*>& parts) {
   std::unordered_map<const UOp*, const UOp*> done;
   for (const UOp* n : ast->toposort()) {
     if (n == r) {
@@ -88,14 +104,18 @@ class Applier {
     switch (o.kind) {
       case OptKind::Upcast:
       case OptKind::Tile:
-        if (k != AxisKind::Loop) bad(str_cat("needs an output loop, r", o.range_id, " is ", axis_kind_name(k)));
+        if (k != AxisKind::Loop)
+          bad(str_cat("needs an output loop, r", o.range_id, " is ", axis_kind_name(k)));
         break;
       case OptKind::Unroll:
-        if (k != AxisKind::Reduce) bad(str_cat("needs a reduce range, r", o.range_id, " is ", axis_kind_name(k)));
+        if (k != AxisKind::Reduce)
+          bad(str_cat("needs a reduce range, r", o.range_id, " is ", axis_kind_name(k)));
         break;
       case OptKind::Parallel:
-        if (k != AxisKind::Loop) bad(str_cat("needs an output loop, r", o.range_id, " is ", axis_kind_name(k)));
-        if (loop_order_.empty() || loop_order_.front() != r) bad("only the outermost loop can be split into tasks");
+        if (k != AxisKind::Loop)
+          bad(str_cat("needs an output loop, r", o.range_id, " is ", axis_kind_name(k)));
+        if (loop_order_.empty() || loop_order_.front() != r)
+          bad("only the outermost loop can be split into tasks");
         break;
     }
     if (o.kind == OptKind::Parallel) {
@@ -109,13 +129,15 @@ class Applier {
     if (o.amount == n && o.kind == OptKind::Tile) bad("a tile as large as the range is no tile");
     if (o.kind == OptKind::Upcast) {
       lanes_ *= o.amount;
-      if (lanes_ > kMaxUpcastLanes) bad(str_cat("more than ", kMaxUpcastLanes, " upcast lanes in one kernel"));
+      if (lanes_ > kMaxUpcastLanes)
+        bad(str_cat("more than ", kMaxUpcastLanes, " upcast lanes in one kernel"));
     }
     AxisKind outer_kind = o.kind == OptKind::Unroll ? AxisKind::Reduce : AxisKind::Loop;
     AxisKind inner_kind = o.kind == OptKind::Upcast   ? AxisKind::Upcast
                           : o.kind == OptKind::Unroll ? AxisKind::Unroll
                                                       : AxisKind::Loop;
-    const UOp* outer = n / o.amount > 1 ? ctx_->range(n / o.amount, next_id_++, outer_kind) : nullptr;
+    const UOp* outer =
+        n / o.amount > 1 ? ctx_->range(n / o.amount, next_id_++, outer_kind) : nullptr;
     const UOp* inner = ctx_->range(o.amount, next_id_++, inner_kind);
     const UOp* expr = outer ? outer->mul(o.amount)->add(inner) : inner;
     std::vector<const UOp*> parts;
@@ -169,7 +191,8 @@ class Applier {
   }
 
   // A simultaneous replacement of ranges (REDUCE range lists included).
-  static const UOp* replace_all(const UOp* ast, const std::unordered_map<const UOp*, const UOp*>& map) {
+  static const UOp* replace_all(const UOp* ast,
+                                const std::unordered_map<const UOp*, const UOp*>& map) {
     std::unordered_map<const UOp*, const UOp*> done;
     for (const UOp* n : ast->toposort()) {
       if (auto it = map.find(n); it != map.end()) {

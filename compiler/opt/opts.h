@@ -41,9 +41,9 @@ OptimizedKernel apply_opts(const UOp* ast, const std::vector<Opt>& opts);
 
 // Range ids and sizes of a kernel by kind, in loop order.
 struct KernelRanges {
-  std::vector<const UOp*> loops;     // Loop and Parallel ranges, outermost first
-  std::vector<const UOp*> reduces;   // Reduce ranges
-  std::vector<const UOp*> upcasts;   // Upcast and Unroll ranges
+  std::vector<const UOp*> loops;    // Loop and Parallel ranges, outermost first
+  std::vector<const UOp*> reduces;  // Reduce ranges
+  std::vector<const UOp*> upcasts;  // Upcast and Unroll ranges
 };
 KernelRanges kernel_ranges(const UOp* ast);
 

@@ -102,19 +102,13 @@ class KernelRun {
         return eval_bitcast(n->src[0]->dtype, n->dtype, eval(n->src[0]));
       case Op::REDUCE: {
         std::vector<const UOp*> ranges(n->src.begin() + 1, n->src.end());
-        std::optional<ConstValue> acc;
         Op op = n->op_arg();
+        ConstValue acc = reduce_identity(op, n->dtype);
         loop(ranges, 0, [&] {
-          ConstValue v = eval(n->src[0]);
-          if (!acc)
-            acc = v;
-          else {
-            ConstValue a[2] = {*acc, v};
-            acc = normalize_const(n->dtype, eval_alu(op, n->dtype, a));
-          }
+          ConstValue a[2] = {acc, eval(n->src[0])};
+          acc = normalize_const(n->dtype, eval_alu(op, n->dtype, a));
         });
-        KILN_CHECK(acc.has_value(), "REDUCE over an empty range in ", prog_.name);
-        return *acc;
+        return acc;
       }
       default:
         break;

@@ -25,7 +25,8 @@ void check_graph(Graph& g, uint64_t seed, const std::string& what) {
     JitProgram jit(p, host(), {level});
     auto got = jit.run(g, inputs);
     for (const auto& [name, arr] : ref)
-      ASSERT_TRUE(testing::arrays_close(arr, got.at(name))) << what << " output " << name << " at --opt-level " << level;
+      ASSERT_TRUE(testing::arrays_close(arr, got.at(name)))
+          << what << " output " << name << " at --opt-level " << level;
   }
 }
 
@@ -38,14 +39,16 @@ TEST(JitDifferential, SiluAndMul) {
 }
 
 TEST(JitDifferential, MatmulsOfOddSizes) {
-  std::vector<std::array<int64_t, 3>> sizes = {{1, 1, 1}, {1, 7, 3}, {3, 5, 2}, {8, 8, 8}, {17, 33, 9},
-                                               {64, 48, 80}, {129, 257, 67}, {2, 1, 300}, {31, 64, 1}};
+  std::vector<std::array<int64_t, 3>> sizes = {{1, 1, 1},      {1, 7, 3},   {3, 5, 2},
+                                               {8, 8, 8},      {17, 33, 9}, {64, 48, 80},
+                                               {129, 257, 67}, {2, 1, 300}, {31, 64, 1}};
   for (auto [m, k, n] : sizes) {
     Graph g;
     Tensor a = Tensor::input(g, "a", dtypes::float32, {m, k});
     Tensor b = Tensor::input(g, "b", dtypes::float32, {k, n});
     g.add_output("c", matmul(a, b).uop());
-    check_graph(g, static_cast<uint64_t>(m * 1000 + k * 10 + n), str_cat("matmul ", m, "x", k, "x", n));
+    check_graph(g, static_cast<uint64_t>(m * 1000 + k * 10 + n),
+                str_cat("matmul ", m, "x", k, "x", n));
   }
 }
 
@@ -62,8 +65,36 @@ TEST(JitDifferential, BatchedAndBroadcastMatmuls) {
   check_graph(g, 3, "batched matmul");
 }
 
+// x86-64 without SSE4.1, FMA or F16C: rounding, fused multiply-adds and float16 conversions
+// take kiln's integer/fallback code paths; run them (the host executes baseline x86-64).
+TEST(JitDifferential, BaselineX86_64FallbacksComputeTheSameValues) {
+  if (!host().is_x86()) GTEST_SKIP() << "needs an x86-64 host";
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 64});
+  Tensor y = x.mul(3.7);
+  g.add_output("floor", y.floor().uop());
+  g.add_output("ceil", y.ceil().uop());
+  g.add_output("trunc", y.trunc().uop());
+  g.add_output("round", y.round().uop());
+  g.add_output("fmod", y.mod(x.abs().add(0.3)).uop());
+  g.add_output("exp", y.exp().add(x.pow(x.like(3.0))).uop());
+  Tensor h = Tensor::input(g, "h", dtypes::float16, {4, 64});
+  g.add_output("half", h.cast(dtypes::float32).mul(1000.0).cast(dtypes::float16).uop());
+  g.add_output("half_small", h.cast(dtypes::float32).mul(1e-6).cast(dtypes::float16).uop());
+  auto inputs = testing::random_inputs(g, 5);
+  Plan p = plan_graph(g, {});
+  auto ref = interpret(p, g, inputs);
+  Target baseline = Target::create({host().triple(), "x86-64"});
+  ASSERT_FALSE(baseline.has_feature("sse4.1"));
+  ASSERT_FALSE(baseline.has_feature("f16c"));
+  JitProgram jit(p, baseline, {2});
+  auto got = jit.run(g, inputs);
+  for (const auto& [name, arr] : ref) EXPECT_TRUE(testing::arrays_close(arr, got.at(name))) << name;
+}
+
 TEST(JitDifferential, FiveHundredRandomGraphs) {
-  int first = std::getenv("KILN_TEST_FIRST_SEED") ? std::atoi(std::getenv("KILN_TEST_FIRST_SEED")) : 0;
+  int first =
+      std::getenv("KILN_TEST_FIRST_SEED") ? std::atoi(std::getenv("KILN_TEST_FIRST_SEED")) : 0;
   for (int seed = first; seed < 500; ++seed) {
     Graph g;
     testing::RandomGraph rg(g, 1000 + static_cast<uint64_t>(seed));

@@ -1,35 +1,50 @@
-// kilnc: the kiln compiler's command line.
-//
-//   kilnc plan MODEL [--shape NAME=D0,D1,...]... [--json] [--dump-ir=STAGE[,STAGE]]
-//   [--explain-fusion]
+// kilnc: the kiln compiler's command line. See `kilnc --help`.
 //
 // Errors print "kilnc: error: ..." and exit with status 1; usage errors exit with status 2.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/llvm/target.h"
+#include "compiler/driver/codegen_driver.h"
 #include "compiler/driver/pipeline.h"
 #include "compiler/frontend/graph_file/graph_file.h"
 #include "compiler/frontend/load_model.h"
+#include "compiler/jit/jit.h"
 #include "compiler/support/error.h"
+#include "compiler/support/npy.h"
+#include "compiler/tensor/tensor.h"
 
 namespace {
 
 const char* kUsage =
-    "usage: kilnc plan MODEL [options]\n"
+    "usage: kilnc COMMAND MODEL [options]\n"
     "\n"
-    "  plan MODEL          plan the model (a .kg graph file) and print the plan summary\n"
+    "commands:\n"
+    "  plan MODEL          plan the model and print the plan summary\n"
+    "  run MODEL           compile in memory (JIT) and run: --input NAME=FILE.npy ... --output-dir "
+    "DIR\n"
+    "  compile MODEL -o OUT --emit KIND\n"
+    "                      write llvm-ir, asm, object or shared-object for the model's kernels\n"
     "\n"
     "options:\n"
     "  --shape NAME=D0,D1,...   input shape (repeatable)\n"
-    "  --json                   print the summary as one JSON object\n"
-    "  --dump-ir=STAGE[,...]    print the IR after stages: import, const_fold, rangeify,\n"
-    "                           kernel_dedup, parallel_groups, memory_plan, or all\n"
+    "  --json                   plan: print the summary as one JSON object\n"
+    "  --target TRIPLE          x86_64-linux-gnu, aarch64-linux-gnu (default: the host)\n"
+    "  --cpu NAME               CPU for the target (default: the host CPU, or generic)\n"
+    "  --opt-level N            0: no kernel optimizations (scalar loops); 2: default\n"
+    "  --input NAME=FILE.npy    run: an input (repeatable)\n"
+    "  --output-dir DIR         run: where outputs are written as NAME.npy\n"
+    "  --dump-ir=STAGE[,...]    print the IR after stages: import, const_fold, rangeify, "
+    "kernel_dedup,\n"
+    "                           parallel_groups, memory_plan, optimize, expand, linearize, llvm, "
+    "asm, all\n"
     "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
     "kiln-dump)\n"
     "  --explain-fusion         log every fusion decision\n";
@@ -39,11 +54,14 @@ struct UsageError : std::runtime_error {
 };
 
 struct Args {
-  std::string command, model;
+  std::string command, model, output, emit, output_dir;
   kiln::ModelOptions model_opts;
   kiln::PipelineOptions pipeline;
+  kiln::TargetOptions target;
+  int opt_level = 2;
   bool json = false;
   std::string dump_dir = "kiln-dump";
+  std::vector<std::pair<std::string, std::string>> inputs;
 };
 
 kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
@@ -62,6 +80,13 @@ kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
   return dims;
 }
 
+std::pair<std::string, std::string> name_value(const std::string& v, const std::string& flag) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(flag + " wants NAME=VALUE, got '" + v + "'");
+  return {v.substr(0, eq), v.substr(eq + 1)};
+}
+
 Args parse_args(int argc, char** argv) {
   Args a;
   std::vector<std::string> pos;
@@ -74,18 +99,17 @@ Args parse_args(int argc, char** argv) {
     };
     auto is = [&](const std::string& flag) { return s == flag || s.rfind(flag + "=", 0) == 0; };
     if (is("--shape")) {
-      std::string v = value("--shape");
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw UsageError("--shape wants NAME=D0,D1,..., got '" + v + "'");
-      a.model_opts.shapes[v.substr(0, eq)] = parse_dims(v.substr(eq + 1), "--shape");
+      auto [n, v] = name_value(value("--shape"), "--shape");
+      a.model_opts.shapes[n] = parse_dims(v, "--shape");
     } else if (s == "--json") {
       a.json = true;
     } else if (is("--dump-ir")) {
       std::stringstream ss(value("--dump-ir"));
       for (std::string st; std::getline(ss, st, ',');) {
-        const auto& stages = kiln::middle_end_stages();
-        if (st != "all" && std::find(stages.begin(), stages.end(), st) == stages.end())
+        const auto& me = kiln::middle_end_stages();
+        const auto& cg = kiln::codegen_stages();
+        if (st != "all" && std::find(me.begin(), me.end(), st) == me.end() &&
+            std::find(cg.begin(), cg.end(), st) == cg.end())
           throw UsageError("--dump-ir: unknown stage '" + st + "'");
         a.pipeline.dump_ir.insert(st);
       }
@@ -93,6 +117,27 @@ Args parse_args(int argc, char** argv) {
       a.dump_dir = value("--dump-dir");
     } else if (s == "--explain-fusion") {
       a.pipeline.explain_fusion = true;
+    } else if (is("--target")) {
+      a.target.triple = value("--target");
+    } else if (is("--cpu")) {
+      a.target.cpu = value("--cpu");
+    } else if (is("--opt-level")) {
+      std::string v = value("--opt-level");
+      if (v != "0" && v != "1" && v != "2" && v != "3")
+        throw UsageError("--opt-level wants 0, 1, 2 or 3");
+      a.opt_level = v[0] - '0';
+    } else if (s == "-o" || is("--output")) {
+      a.output = s == "-o" ? (i + 1 < argc ? argv[++i] : throw UsageError("-o needs a value"))
+                           : value("--output");
+    } else if (is("--emit")) {
+      a.emit = value("--emit");
+      if (a.emit != "llvm-ir" && a.emit != "asm" && a.emit != "object" && a.emit != "shared-object")
+        throw UsageError("--emit wants llvm-ir, asm, object or shared-object, got '" + a.emit +
+                         "'");
+    } else if (is("--input")) {
+      a.inputs.push_back(name_value(value("--input"), "--input"));
+    } else if (is("--output-dir")) {
+      a.output_dir = value("--output-dir");
     } else if (s == "-h" || s == "--help") {
       std::cout << kUsage;
       std::exit(0);
@@ -104,10 +149,35 @@ Args parse_args(int argc, char** argv) {
   }
   if (pos.empty()) throw UsageError("missing command");
   a.command = pos[0];
-  if (a.command != "plan") throw UsageError("unknown command '" + a.command + "'");
+  if (a.command != "plan" && a.command != "run" && a.command != "compile")
+    throw UsageError("unknown command '" + a.command + "'");
   if (pos.size() != 2) throw UsageError(a.command + " takes one MODEL");
   a.model = pos[1];
+  if (a.command == "compile" && a.output.empty()) throw UsageError("compile needs -o OUT");
+  if (a.command == "compile" && a.emit.empty())
+    throw UsageError("compile needs --emit llvm-ir|asm|object|shared-object");
+  if (a.command == "run" && a.output_dir.empty()) throw UsageError("run needs --output-dir DIR");
   return a;
+}
+
+// Output file names: characters outside [A-Za-z0-9._-] become '_'.
+std::string file_name_for(const std::string& name) {
+  std::string r;
+  for (char c : name)
+    r +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  return r.empty() ? "_" : r;
+}
+
+void write_file(const std::string& path, const void* data, size_t size) {
+  // Written next to the destination and renamed, so a failure leaves nothing half-written.
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+    if (!f) throw kiln::Error("cannot write '" + path + "'");
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 int run(const Args& a) {
@@ -118,8 +188,59 @@ int run(const Args& a) {
     std::cerr << "--- import ---\n"
               << kiln::write_graph_file(g, std::filesystem::current_path().string(), dir);
   }
+  if (a.command == "run") {
+    // Read every input before compiling, so that a bad input costs nothing.
+    std::map<std::string, kiln::NDArray> inputs;
+    for (const auto& [name, file] : a.inputs) {
+      auto it = std::find_if(g.inputs().begin(), g.inputs().end(),
+                             [&](const kiln::GraphInput& in) { return in.name == name; });
+      if (it == g.inputs().end())
+        throw kiln::Error("--input " + name + ": the model has no input named '" + name + "'");
+      kiln::NpyArray arr = kiln::read_npy(file);
+      const kiln::Shape& want = it->buffer->buffer().shape;
+      if (arr.dtype != it->buffer->dtype || arr.shape != want)
+        throw kiln::Error("--input " + name + ": '" + file + "' holds " + arr.dtype.str() +
+                          kiln::shape_str(arr.shape) + ", the model wants " +
+                          it->buffer->dtype.str() + kiln::shape_str(want));
+      inputs.emplace(name, kiln::NDArray(arr.dtype, arr.shape, std::move(arr.data)));
+    }
+    std::string missing;
+    for (const kiln::GraphInput& in : g.inputs())
+      if (!inputs.count(in.name)) missing += (missing.empty() ? "" : ", ") + in.name;
+    if (!missing.empty()) throw kiln::Error("missing --input for: " + missing);
+    kiln::Plan plan = kiln::plan_graph(g, a.pipeline);
+    kiln::Target host = kiln::Target::create({});
+    kiln::JitProgram jit(plan, host, {a.opt_level});
+    auto outputs = jit.run(g, inputs);
+    std::filesystem::create_directories(a.output_dir);
+    for (const auto& o : g.outputs()) {
+      const kiln::NDArray& arr = outputs.at(o.name);
+      std::string path =
+          (std::filesystem::path(a.output_dir) / (file_name_for(o.name) + ".npy")).string();
+      std::vector<uint8_t> bytes =
+          kiln::serialize_npy(kiln::NpyArray{arr.dtype(), arr.shape(), arr.bytes()});
+      write_file(path, bytes.data(), bytes.size());
+      std::cout << o.name << ": " << arr.dtype().str() << kiln::shape_str(arr.shape()) << " -> "
+                << path << "\n";
+    }
+    return 0;
+  }
   kiln::Plan plan = kiln::plan_graph(g, a.pipeline);
-  std::cout << kiln::plan_summary(plan, a.json) << (a.json ? "\n" : "");
+  if (a.command == "plan") {
+    std::cout << kiln::plan_summary(plan, a.json) << (a.json ? "\n" : "");
+    return 0;
+  }
+  kiln::Target t = kiln::Target::create(a.target);
+  kiln::CodegenRequest req;
+  req.llvm_ir = a.emit == "llvm-ir";
+  req.assembly = a.emit == "asm";
+  req.shared_object = a.emit == "shared-object";
+  kiln::CodegenArtifacts art = kiln::generate_code(plan, t, {a.opt_level}, req, a.pipeline);
+  if (a.emit == "llvm-ir") write_file(a.output, art.llvm_ir.data(), art.llvm_ir.size());
+  if (a.emit == "asm") write_file(a.output, art.assembly.data(), art.assembly.size());
+  if (a.emit == "object") write_file(a.output, art.object.data(), art.object.size());
+  if (a.emit == "shared-object")
+    write_file(a.output, art.shared_object.data(), art.shared_object.size());
   return 0;
 }
 
@@ -135,9 +256,6 @@ int main(int argc, char** argv) {
   }
   try {
     return run(args);
-  } catch (const kiln::Error& e) {
-    std::fprintf(stderr, "kilnc: error: %s\n", e.what());
-    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kilnc: error: %s\n", e.what());
     return 1;

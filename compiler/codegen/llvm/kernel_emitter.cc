@@ -20,7 +20,8 @@ class Emitter {
  public:
   Emitter(llvm::Module& m, const Target& t) : m_(m), c_(m.getContext()), b_(c_), target_(t) {}
 
-  KernelFunctions run(const std::string& name, const std::vector<LinearOp>& prog, const std::vector<DType>& args) {
+  KernelFunctions run(const std::string& name, const std::vector<LinearOp>& prog,
+                      const std::vector<DType>& args) {
     choose_index_type(prog);
     std::vector<llvm::Type*> params(args.size(), b_.getPtrTy());
     params.push_back(b_.getInt32Ty());
@@ -56,27 +57,38 @@ class Emitter {
     for (const LinearOp& op : prog)
       if (op.kind == LinearOp::Kind::Node)
         for (const UOp* u : op.u->toposort())
-          if (u->dtype.scalar == ScalarKind::Index && (u->vmin() < INT32_MIN || u->vmax() > INT32_MAX)) fits = false;
+          if (u->dtype.scalar == ScalarKind::Index &&
+              (u->vmin() < INT32_MIN || u->vmax() > INT32_MAX))
+            fits = false;
     idx_ = fits ? b_.getInt32Ty() : b_.getInt64Ty();
   }
 
   llvm::Type* scalar_ty(ScalarKind k) {
     switch (k) {
-      case ScalarKind::Bool: return b_.getInt1Ty();
+      case ScalarKind::Bool:
+        return b_.getInt1Ty();
       case ScalarKind::Int8:
-      case ScalarKind::UInt8: return b_.getInt8Ty();
+      case ScalarKind::UInt8:
+        return b_.getInt8Ty();
       case ScalarKind::Int16:
-      case ScalarKind::UInt16: return b_.getInt16Ty();
+      case ScalarKind::UInt16:
+        return b_.getInt16Ty();
       case ScalarKind::Int32:
-      case ScalarKind::UInt32: return b_.getInt32Ty();
+      case ScalarKind::UInt32:
+        return b_.getInt32Ty();
       case ScalarKind::Int64:
-      case ScalarKind::UInt64: return b_.getInt64Ty();
-      case ScalarKind::Index: return idx_;
+      case ScalarKind::UInt64:
+        return b_.getInt64Ty();
+      case ScalarKind::Index:
+        return idx_;
       case ScalarKind::Float16:
       case ScalarKind::BFloat16:
-      case ScalarKind::Float32: return b_.getFloatTy();  // 16-bit floats are held as float, rounded
-      case ScalarKind::Float64: return b_.getDoubleTy();
-      case ScalarKind::Void: return b_.getVoidTy();
+      case ScalarKind::Float32:
+        return b_.getFloatTy();  // 16-bit floats are held as float, rounded
+      case ScalarKind::Float64:
+        return b_.getDoubleTy();
+      case ScalarKind::Void:
+        return b_.getVoidTy();
     }
     return nullptr;
   }
@@ -87,10 +99,13 @@ class Emitter {
   // How an element sits in memory: bool as i8, 16-bit floats as i16.
   llvm::Type* mem_scalar_ty(ScalarKind k) {
     switch (k) {
-      case ScalarKind::Bool: return b_.getInt8Ty();
+      case ScalarKind::Bool:
+        return b_.getInt8Ty();
       case ScalarKind::Float16:
-      case ScalarKind::BFloat16: return b_.getInt16Ty();
-      default: return scalar_ty(k);
+      case ScalarKind::BFloat16:
+        return b_.getInt16Ty();
+      default:
+        return scalar_ty(k);
     }
   }
   llvm::Type* mem_ty(DType d) {
@@ -105,17 +120,33 @@ class Emitter {
       c = llvm::ConstantFP::get(s, v.as_double());
     else
       c = llvm::ConstantInt::get(s, static_cast<uint64_t>(v.as_int()), !d.is_unsigned());
-    return d.lanes > 1 ? llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(d.lanes), c) : c;
+    return d.lanes > 1 ? llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(d.lanes), c)
+                       : c;
   }
 
   // ---------------------------------------------------------------- 16-bit floats
 
+  // x86 before F16C converts float16 with libcalls; kiln converts with integer code there.
+  bool native_half() const { return !target_.is_x86() || target_.has_feature("f16c"); }
+
   llvm::Value* half_bits_to_float(llvm::Value* bits, ScalarKind k, llvm::Type* fty) {
-    if (k == ScalarKind::BFloat16) {
-      llvm::Type* i32 = with_lanes(b_.getInt32Ty(), fty);
+    llvm::Type* i32 = with_lanes(b_.getInt32Ty(), fty);
+    if (k == ScalarKind::BFloat16)
       return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(bits, i32), 16), fty);
-    }
-    return b_.CreateFPExt(b_.CreateBitCast(bits, with_lanes(b_.getHalfTy(), fty)), fty);
+    if (native_half())
+      return b_.CreateFPExt(b_.CreateBitCast(bits, with_lanes(b_.getHalfTy(), fty)), fty);
+    auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+    llvm::Value* h = b_.CreateZExt(bits, i32);
+    llvm::Value* sign = b_.CreateShl(b_.CreateAnd(h, k32(0x8000)), 16);
+    llvm::Value* em = b_.CreateAnd(h, k32(0x7fff));
+    // (em << 13) read as a float is the value times 2^-112 (also for subnormals): rescale.
+    llvm::Value* scaled = b_.CreateFMul(b_.CreateBitCast(b_.CreateShl(em, 13), fty),
+                                        llvm::ConstantFP::get(fty, 0x1p112));
+    llvm::Value* special =
+        b_.CreateOr(k32(0x7f800000), b_.CreateShl(b_.CreateAnd(em, k32(0x3ff)), 13));  // inf, NaN
+    llvm::Value* mag =
+        b_.CreateSelect(b_.CreateICmpUGE(em, k32(0x7c00)), special, b_.CreateBitCast(scaled, i32));
+    return b_.CreateBitCast(b_.CreateOr(mag, sign), fty);
   }
   llvm::Value* float_to_half_bits(llvm::Value* f, ScalarKind k) {
     llvm::Type* i16 = with_lanes(b_.getInt16Ty(), f->getType());
@@ -123,13 +154,37 @@ class Emitter {
       llvm::Type* i32 = with_lanes(b_.getInt32Ty(), f->getType());
       llvm::Value* bits = b_.CreateBitCast(f, i32);
       auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
-      llvm::Value* rounding = b_.CreateAdd(k32(0x7fff), b_.CreateAnd(b_.CreateLShr(bits, 16), k32(1)));
+      llvm::Value* rounding =
+          b_.CreateAdd(k32(0x7fff), b_.CreateAnd(b_.CreateLShr(bits, 16), k32(1)));
       llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, rounding), 16);
       llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(bits, k32(0x7fffffff)), k32(0x7f800000));
       llvm::Value* qnan = b_.CreateOr(b_.CreateLShr(bits, 16), k32(0x40));
       return b_.CreateTrunc(b_.CreateSelect(nan, qnan, rounded), i16);
     }
-    return b_.CreateBitCast(b_.CreateFPTrunc(f, with_lanes(b_.getHalfTy(), f->getType())), i16);
+    if (native_half())
+      return b_.CreateBitCast(b_.CreateFPTrunc(f, with_lanes(b_.getHalfTy(), f->getType())), i16);
+    // Round to nearest even with integer code (overflow to inf, NaN to a quiet NaN).
+    llvm::Type* i32 = with_lanes(b_.getInt32Ty(), f->getType());
+    auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+    llvm::Value* bits = b_.CreateBitCast(f, i32);
+    llvm::Value* sign = b_.CreateAnd(bits, k32(0x80000000u));
+    llvm::Value* mag = b_.CreateXor(bits, sign);
+    llvm::Value* over =
+        b_.CreateSelect(b_.CreateICmpUGT(mag, k32(0x7f800000)), k32(0x7e00), k32(0x7c00));
+    const uint32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
+    llvm::Value* sub = b_.CreateSub(
+        b_.CreateBitCast(b_.CreateFAdd(b_.CreateBitCast(mag, f->getType()),
+                                       b_.CreateBitCast(k32(denorm_magic), f->getType())),
+                         i32),
+        k32(denorm_magic));
+    llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(mag, 13), k32(1));
+    llvm::Value* norm = b_.CreateLShr(
+        b_.CreateAdd(b_.CreateAdd(mag, k32(static_cast<uint32_t>((15 - 127) << 23) + 0xfff)), odd),
+        13);
+    llvm::Value* o =
+        b_.CreateSelect(b_.CreateICmpUGE(mag, k32((127 + 16) << 23)), over,
+                        b_.CreateSelect(b_.CreateICmpULT(mag, k32(113u << 23)), sub, norm));
+    return b_.CreateTrunc(b_.CreateOr(o, b_.CreateLShr(sign, 16)), i16);
   }
   // A float32 register value rounded to a 16-bit float's precision (and kept as float).
   llvm::Value* round_to(llvm::Value* v, ScalarKind k) {
@@ -137,7 +192,8 @@ class Emitter {
     return half_bits_to_float(float_to_half_bits(v, k), k, v->getType());
   }
   static llvm::Type* with_lanes(llvm::Type* elem, llvm::Type* like) {
-    if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(like)) return llvm::FixedVectorType::get(elem, v->getNumElements());
+    if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(like))
+      return llvm::FixedVectorType::get(elem, v->getNumElements());
     return elem;
   }
 
@@ -145,8 +201,12 @@ class Emitter {
 
   void step(const LinearOp& op) {
     switch (op.kind) {
-      case LinearOp::Kind::LoopBegin: loop_begin(op.u); return;
-      case LinearOp::Kind::LoopEnd: loop_end(op.u); return;
+      case LinearOp::Kind::LoopBegin:
+        loop_begin(op.u);
+        return;
+      case LinearOp::Kind::LoopEnd:
+        loop_end(op.u);
+        return;
       case LinearOp::Kind::AccInit: {
         const UOp* red = op.u;
         llvm::IRBuilder<> eb(entry_bb_, entry_bb_->begin());
@@ -157,8 +217,12 @@ class Emitter {
         b_.CreateStore(constant(el, reduce_identity(red->op_arg(), el.base())), a);
         return;
       }
-      case LinearOp::Kind::AccUpdate: b_.CreateStore(val(op.u->src[0]), accs_.at(op.u)); return;
-      case LinearOp::Kind::Node: vals_[op.u] = node(op.u); return;
+      case LinearOp::Kind::AccUpdate:
+        b_.CreateStore(val(op.u->src[0]), accs_.at(op.u));
+        return;
+      case LinearOp::Kind::Node:
+        vals_[op.u] = node(op.u);
+        return;
     }
   }
 
@@ -179,7 +243,9 @@ class Emitter {
       llvm::Value* t = b_.CreateZExt(task_, i64);
       llvm::Value* tt = b_.CreateZExt(ntasks_, i64);
       lo = b_.CreateTrunc(b_.CreateUDiv(b_.CreateMul(t, n64), tt), idx_);
-      hi = b_.CreateTrunc(b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(t, llvm::ConstantInt::get(i64, 1)), n64), tt), idx_);
+      hi = b_.CreateTrunc(
+          b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(t, llvm::ConstantInt::get(i64, 1)), n64), tt),
+          idx_);
     }
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(c_, "loop.r" + std::to_string(r->range().id), fn_);
@@ -209,24 +275,38 @@ class Emitter {
 
   llvm::Value* node(const UOp* u) {
     switch (u->op) {
-      case Op::CONST: return constant(u->dtype, u->cval());
+      case Op::CONST:
+        return constant(u->dtype, u->cval());
       case Op::VCONST: {
         std::vector<llvm::Constant*> lanes;
-        for (const ConstValue& v : std::get<std::vector<ConstValue>>(u->arg)) lanes.push_back(constant(u->dtype.base(), v));
+        for (const ConstValue& v : std::get<std::vector<ConstValue>>(u->arg))
+          lanes.push_back(constant(u->dtype.base(), v));
         return llvm::ConstantVector::get(lanes);
       }
-      case Op::DEFINE_GLOBAL: return fn_->getArg(static_cast<unsigned>(u->iarg()));
-      case Op::RANGE: return val(u);  // the loop's induction variable
+      case Op::DEFINE_GLOBAL:
+        return fn_->getArg(static_cast<unsigned>(u->iarg()));
+      case Op::RANGE:
+        return val(u);  // the loop's induction variable
       case Op::ACC:
-      case Op::REDUCE: return b_.CreateLoad(ty(u->dtype), accs_.at(u));
-      case Op::INDEX: return nullptr;  // consumed by LOAD/STORE
-      case Op::LOAD: return load(u);
-      case Op::STORE: store(u); return nullptr;
-      case Op::VECTORIZE: return vectorize(u);
-      case Op::GEP: return shuffle(u);
-      case Op::CAST: return cast(u->src[0]->dtype, u->dtype, val(u->src[0]));
-      case Op::BITCAST: return bitcast(u->src[0]->dtype, u->dtype, val(u->src[0]));
-      default: break;
+      case Op::REDUCE:
+        return b_.CreateLoad(ty(u->dtype), accs_.at(u));
+      case Op::INDEX:
+        return nullptr;  // consumed by LOAD/STORE
+      case Op::LOAD:
+        return load(u);
+      case Op::STORE:
+        store(u);
+        return nullptr;
+      case Op::VECTORIZE:
+        return vectorize(u);
+      case Op::GEP:
+        return shuffle(u);
+      case Op::CAST:
+        return cast(u->src[0]->dtype, u->dtype, val(u->src[0]));
+      case Op::BITCAST:
+        return bitcast(u->src[0]->dtype, u->dtype, val(u->src[0]));
+      default:
+        break;
     }
     KILN_CHECK(alu_arity(u->op), "emitter: unexpected ", op_name(u->op));
     std::vector<llvm::Value*> s;
@@ -255,7 +335,8 @@ class Emitter {
   llvm::Value* load(const UOp* u) {
     auto [ptr, gate] = address(u->src[0]);
     DType d = u->dtype;
-    llvm::LoadInst* raw = b_.CreateAlignedLoad(mem_ty(d), ptr, llvm::Align(static_cast<uint64_t>(d.itemsize())));
+    llvm::LoadInst* raw =
+        b_.CreateAlignedLoad(mem_ty(d), ptr, llvm::Align(static_cast<uint64_t>(d.itemsize())));
     llvm::Value* v = from_memory(raw, d);
     if (gate) v = b_.CreateSelect(gate, v, llvm::Constant::getNullValue(v->getType()));
     return v;
@@ -280,18 +361,24 @@ class Emitter {
 
   llvm::Value* from_memory(llvm::Value* v, DType d) {
     switch (d.scalar) {
-      case ScalarKind::Bool: return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+      case ScalarKind::Bool:
+        return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
       case ScalarKind::Float16:
-      case ScalarKind::BFloat16: return half_bits_to_float(v, d.scalar, ty(d));
-      default: return v;
+      case ScalarKind::BFloat16:
+        return half_bits_to_float(v, d.scalar, ty(d));
+      default:
+        return v;
     }
   }
   llvm::Value* to_memory(llvm::Value* v, DType d) {
     switch (d.scalar) {
-      case ScalarKind::Bool: return b_.CreateZExt(v, mem_ty(d));
+      case ScalarKind::Bool:
+        return b_.CreateZExt(v, mem_ty(d));
       case ScalarKind::Float16:
-      case ScalarKind::BFloat16: return float_to_half_bits(v, d.scalar);
-      default: return v;
+      case ScalarKind::BFloat16:
+        return float_to_half_bits(v, d.scalar);
+      default:
+        return v;
     }
   }
 
@@ -301,7 +388,8 @@ class Emitter {
     for (const UOp* s : u->src) splat &= s == u->src[0];
     if (splat) return b_.CreateVectorSplat(u->dtype.lanes, val(u->src[0]));
     llvm::Value* v = llvm::PoisonValue::get(t);
-    for (size_t i = 0; i < u->src.size(); ++i) v = b_.CreateInsertElement(v, val(u->src[i]), static_cast<uint64_t>(i));
+    for (size_t i = 0; i < u->src.size(); ++i)
+      v = b_.CreateInsertElement(v, val(u->src[i]), static_cast<uint64_t>(i));
     return v;
   }
 
@@ -310,7 +398,9 @@ class Emitter {
     std::vector<llvm::Value*> parts;
     for (const UOp* s : u->src) {
       llvm::Value* v = val(s);
-      if (!v->getType()->isVectorTy()) v = b_.CreateInsertElement(llvm::PoisonValue::get(llvm::FixedVectorType::get(v->getType(), 1)), v, uint64_t{0});
+      if (!v->getType()->isVectorTy())
+        v = b_.CreateInsertElement(
+            llvm::PoisonValue::get(llvm::FixedVectorType::get(v->getType(), 1)), v, uint64_t{0});
       parts.push_back(v);
     }
     llvm::Value* all = concat(parts);
@@ -323,7 +413,8 @@ class Emitter {
   llvm::Value* concat(std::vector<llvm::Value*> parts) {
     while (parts.size() > 1) {
       std::vector<llvm::Value*> next;
-      for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(concat2(parts[i], parts[i + 1]));
+      for (size_t i = 0; i + 1 < parts.size(); i += 2)
+        next.push_back(concat2(parts[i], parts[i + 1]));
       if (parts.size() % 2) next.push_back(parts.back());
       parts = std::move(next);
     }
@@ -358,32 +449,46 @@ class Emitter {
     auto ic = [&](int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); };
     if (mathlib::provides(op)) {
       KILN_CHECK(flt, op_name(op), " on ", d.str());
-      if (d.scalar == ScalarKind::Float64) throw Error(str_cat(op_name(op), " on float64 is not supported by the code generator yet"));
+      if (d.scalar == ScalarKind::Float64)
+        throw Error(str_cat(op_name(op), " on float64 is not supported by the code generator yet"));
       return mathlib::emit(b_, op, s[0], s.size() > 1 ? s[1] : nullptr);
     }
     if (d.is_bool()) {
       switch (op) {
         case Op::AND:
         case Op::MUL:
-        case Op::MIN: return b_.CreateAnd(s[0], s[1]);
+        case Op::MIN:
+          return b_.CreateAnd(s[0], s[1]);
         case Op::OR:
         case Op::ADD:
-        case Op::MAX: return b_.CreateOr(s[0], s[1]);
+        case Op::MAX:
+          return b_.CreateOr(s[0], s[1]);
         case Op::XOR:
-        case Op::CMPNE: return b_.CreateXor(s[0], s[1]);
-        case Op::CMPEQ: return b_.CreateICmpEQ(s[0], s[1]);
-        case Op::CMPLT: return b_.CreateICmpULT(s[0], s[1]);
-        case Op::WHERE: return b_.CreateSelect(s[0], s[1], s[2]);
-        default: throw InternalError(str_cat("emitter: ", op_name(op), " on bool"));
+        case Op::CMPNE:
+          return b_.CreateXor(s[0], s[1]);
+        case Op::CMPEQ:
+          return b_.CreateICmpEQ(s[0], s[1]);
+        case Op::CMPLT:
+          return b_.CreateICmpULT(s[0], s[1]);
+        case Op::WHERE:
+          return b_.CreateSelect(s[0], s[1], s[2]);
+        default:
+          throw InternalError(str_cat("emitter: ", op_name(op), " on bool"));
       }
     }
     switch (op) {
-      case Op::ADD: return flt ? b_.CreateFAdd(s[0], s[1], "", nullptr) : b_.CreateAdd(s[0], s[1]);
-      case Op::MUL: return flt ? b_.CreateFMul(s[0], s[1]) : b_.CreateMul(s[0], s[1]);
-      case Op::FDIV: return b_.CreateFDiv(s[0], s[1]);
-      case Op::NEG: return flt ? b_.CreateFNeg(s[0]) : b_.CreateNeg(s[0]);
-      case Op::RECIP: return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), s[0]);
-      case Op::SQRT: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, s[0]);
+      case Op::ADD:
+        return flt ? b_.CreateFAdd(s[0], s[1], "", nullptr) : b_.CreateAdd(s[0], s[1]);
+      case Op::MUL:
+        return flt ? b_.CreateFMul(s[0], s[1]) : b_.CreateMul(s[0], s[1]);
+      case Op::FDIV:
+        return b_.CreateFDiv(s[0], s[1]);
+      case Op::NEG:
+        return flt ? b_.CreateFNeg(s[0]) : b_.CreateNeg(s[0]);
+      case Op::RECIP:
+        return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), s[0]);
+      case Op::SQRT:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, s[0]);
       case Op::ABS:
         if (flt) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, s[0]);
         if (uns) return s[0];
@@ -391,27 +496,46 @@ class Emitter {
       case Op::TRUNC:
       case Op::FLOOR:
       case Op::CEIL:
-      case Op::ROUND: return rounding(op, s[0]);
+      case Op::ROUND:
+        return rounding(op, s[0]);
       case Op::MAX:
-        return b_.CreateSelect(flt ? b_.CreateFCmpOLT(s[0], s[1]) : uns ? b_.CreateICmpULT(s[0], s[1]) : b_.CreateICmpSLT(s[0], s[1]), s[1], s[0]);
+        return b_.CreateSelect(flt   ? b_.CreateFCmpOLT(s[0], s[1])
+                               : uns ? b_.CreateICmpULT(s[0], s[1])
+                                     : b_.CreateICmpSLT(s[0], s[1]),
+                               s[1], s[0]);
       case Op::MIN:
-        return b_.CreateSelect(flt ? b_.CreateFCmpOLT(s[1], s[0]) : uns ? b_.CreateICmpULT(s[1], s[0]) : b_.CreateICmpSLT(s[1], s[0]), s[1], s[0]);
-      case Op::CMPLT: return flt ? b_.CreateFCmpOLT(s[0], s[1]) : uns ? b_.CreateICmpULT(s[0], s[1]) : b_.CreateICmpSLT(s[0], s[1]);
-      case Op::CMPEQ: return flt ? b_.CreateFCmpOEQ(s[0], s[1]) : b_.CreateICmpEQ(s[0], s[1]);
-      case Op::CMPNE: return flt ? b_.CreateFCmpUNE(s[0], s[1]) : b_.CreateICmpNE(s[0], s[1]);
-      case Op::AND: return b_.CreateAnd(s[0], s[1]);
-      case Op::OR: return b_.CreateOr(s[0], s[1]);
-      case Op::XOR: return b_.CreateXor(s[0], s[1]);
-      case Op::WHERE: return b_.CreateSelect(s[0], s[1], s[2]);
+        return b_.CreateSelect(flt   ? b_.CreateFCmpOLT(s[1], s[0])
+                               : uns ? b_.CreateICmpULT(s[1], s[0])
+                                     : b_.CreateICmpSLT(s[1], s[0]),
+                               s[1], s[0]);
+      case Op::CMPLT:
+        return flt   ? b_.CreateFCmpOLT(s[0], s[1])
+               : uns ? b_.CreateICmpULT(s[0], s[1])
+                     : b_.CreateICmpSLT(s[0], s[1]);
+      case Op::CMPEQ:
+        return flt ? b_.CreateFCmpOEQ(s[0], s[1]) : b_.CreateICmpEQ(s[0], s[1]);
+      case Op::CMPNE:
+        return flt ? b_.CreateFCmpUNE(s[0], s[1]) : b_.CreateICmpNE(s[0], s[1]);
+      case Op::AND:
+        return b_.CreateAnd(s[0], s[1]);
+      case Op::OR:
+        return b_.CreateOr(s[0], s[1]);
+      case Op::XOR:
+        return b_.CreateXor(s[0], s[1]);
+      case Op::WHERE:
+        return b_.CreateSelect(s[0], s[1], s[2]);
       case Op::MULACC:
-        if (flt) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {s[0], s[1], s[2]});
+        if (flt) return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {s[0], s[1], s[2]});
         return b_.CreateAdd(b_.CreateMul(s[0], s[1]), s[2]);
       case Op::IDIV:
       case Op::MOD: {
         if (flt) {  // C fmod: x - trunc(x/y)*y
-          llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, b_.CreateFDiv(s[0], s[1]));
-          llvm::Value* r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {b_.CreateFNeg(q), s[1], s[0]});
-          return b_.CreateSelect(b_.CreateFCmpOEQ(r, fz()), b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fz(), s[0]), r);
+          llvm::Value* q = rounding(Op::TRUNC, b_.CreateFDiv(s[0], s[1]));
+          llvm::Value* r =
+              b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {b_.CreateFNeg(q), s[1], s[0]});
+          return b_.CreateSelect(b_.CreateFCmpOEQ(r, fz()),
+                                 b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fz(), s[0]),
+                                 r);
         }
         return divmod(op == Op::IDIV, uns, s[0], s[1], iz, ic);
       }
@@ -424,8 +548,10 @@ class Emitter {
         if (uns) return b_.CreateSelect(inr, b_.CreateLShr(s[0], amt), iz());
         return b_.CreateSelect(inr, b_.CreateAShr(s[0], amt), b_.CreateAShr(s[0], ic(bits - 1)));
       }
-      case Op::POW: return ipow(s[0], s[1], t, ic, uns);
-      default: break;
+      case Op::POW:
+        return ipow(s[0], s[1], t, ic, uns);
+      default:
+        break;
     }
     throw InternalError(str_cat("emitter: no lowering for ", op_name(op), " on ", d.str()));
   }
@@ -440,16 +566,20 @@ class Emitter {
     if (!target_.is_x86() || target_.has_feature("sse4.1")) return b_.CreateUnaryIntrinsic(id, x);
     llvm::Type* t = x->getType();
     bool dbl = t->getScalarType()->isDoubleTy();
-    llvm::Value* big = llvm::ConstantFP::get(t, dbl ? 4503599627370496.0 : 8388608.0);  // 2^52 / 2^23
+    llvm::Value* big =
+        llvm::ConstantFP::get(t, dbl ? 4503599627370496.0 : 8388608.0);  // 2^52 / 2^23
     llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
     llvm::Value* integral = b_.CreateFCmpUGE(ax, big);  // already an integer, or NaN
-    llvm::Value* r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b_.CreateFSub(b_.CreateFAdd(ax, big), big), x);
+    llvm::Value* r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
+                                              b_.CreateFSub(b_.CreateFAdd(ax, big), big), x);
     llvm::Value* one = llvm::ConstantFP::get(t, 1.0);
     if (op == Op::FLOOR) r = b_.CreateSelect(b_.CreateFCmpOGT(r, x), b_.CreateFSub(r, one), r);
     if (op == Op::CEIL) r = b_.CreateSelect(b_.CreateFCmpOLT(r, x), b_.CreateFAdd(r, one), r);
     if (op == Op::TRUNC) {
       llvm::Value* ar = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r);
-      r = b_.CreateSelect(b_.CreateFCmpOGT(ar, ax), b_.CreateFSub(r, b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, one, x)), r);
+      r = b_.CreateSelect(
+          b_.CreateFCmpOGT(ar, ax),
+          b_.CreateFSub(r, b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, one, x)), r);
     }
     r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);  // keep -0.0
     return b_.CreateSelect(integral, x, r);
@@ -458,7 +588,8 @@ class Emitter {
   // Integer division and modulo with kiln's semantics: x/0 = 0, x%0 = 0, INT_MIN/-1 wraps.
   template <typename Z, typename C>
   llvm::Value* divmod(bool div, bool uns, llvm::Value* x, llvm::Value* y, Z iz, C ic) {
-    if (auto* cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && !cy->isZero() && (uns || !cy->isMinusOne())) {
+    if (auto* cy = llvm::dyn_cast<llvm::ConstantInt>(y);
+        cy && !cy->isZero() && (uns || !cy->isMinusOne())) {
       if (uns) return div ? b_.CreateUDiv(x, y) : b_.CreateURem(x, y);
       return div ? b_.CreateSDiv(x, y) : b_.CreateSRem(x, y);
     }
@@ -489,35 +620,46 @@ class Emitter {
     // Negative exponents: 1 for x == 1, +-1 for x == -1 (by parity), 0 otherwise.
     llvm::Value* neg = b_.CreateICmpSLT(e, ic(0));
     llvm::Value* odd = b_.CreateICmpNE(b_.CreateAnd(e, ic(1)), ic(0));
-    llvm::Value* negres = b_.CreateSelect(b_.CreateICmpEQ(x, ic(1)), ic(1),
-                                          b_.CreateSelect(b_.CreateICmpEQ(x, ic(-1)), b_.CreateSelect(odd, ic(-1), ic(1)), ic(0)));
+    llvm::Value* negres = b_.CreateSelect(
+        b_.CreateICmpEQ(x, ic(1)), ic(1),
+        b_.CreateSelect(b_.CreateICmpEQ(x, ic(-1)), b_.CreateSelect(odd, ic(-1), ic(1)), ic(0)));
     return b_.CreateSelect(neg, negres, r);
   }
 
   llvm::Value* cast(DType from, DType to, llvm::Value* v) {
     llvm::Type* t = ty(to);
     bool ff = from.is_float(), tf = to.is_float();
-    if (to.is_bool()) return ff ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0)) : b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    if (to.is_bool())
+      return ff ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
+                : b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
     if (from.is_bool()) return tf ? b_.CreateUIToFP(v, t) : b_.CreateZExt(v, t);
     if (ff && tf) {
       llvm::Value* r = v->getType() == t ? v : b_.CreateFPCast(v, t);
       return round_to(r, to.scalar);
     }
-    if (tf) return round_to(from.is_unsigned() ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t), to.scalar);
-    if (ff) return b_.CreateIntrinsic(to.is_unsigned() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat, {t, v->getType()}, {v});
+    if (tf)
+      return round_to(from.is_unsigned() ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t),
+                      to.scalar);
+    if (ff)
+      return b_.CreateIntrinsic(
+          to.is_unsigned() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+          {t, v->getType()}, {v});
     return b_.CreateIntCast(v, t, !from.is_unsigned());
   }
 
   llvm::Value* bitcast(DType from, DType to, llvm::Value* v) {
-    if (from.scalar == ScalarKind::Float16 || from.scalar == ScalarKind::BFloat16) v = float_to_half_bits(v, from.scalar);
-    if (to.scalar == ScalarKind::Float16 || to.scalar == ScalarKind::BFloat16) return half_bits_to_float(v, to.scalar, ty(to));
+    if (from.scalar == ScalarKind::Float16 || from.scalar == ScalarKind::BFloat16)
+      v = float_to_half_bits(v, from.scalar);
+    if (to.scalar == ScalarKind::Float16 || to.scalar == ScalarKind::BFloat16)
+      return half_bits_to_float(v, to.scalar, ty(to));
     return b_.CreateBitCast(v, ty(to));
   }
 
   // ---------------------------------------------------------------- entry
 
   llvm::Function* make_entry(const std::string& name, size_t nargs) {
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getInt32Ty()}, false);
+    auto* fty = llvm::FunctionType::get(
+        b_.getVoidTy(), {b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getInt32Ty()}, false);
     auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     f->addFnAttr("no-builtins");
@@ -559,7 +701,8 @@ class Emitter {
 
 }  // namespace
 
-KernelFunctions emit_kernel(llvm::Module& m, const std::string& name, const std::vector<LinearOp>& program,
+KernelFunctions emit_kernel(llvm::Module& m, const std::string& name,
+                            const std::vector<LinearOp>& program,
                             const std::vector<DType>& arg_dtypes, const Target& target) {
   return Emitter(m, target).run(name, program, arg_dtypes);
 }

@@ -27,7 +27,8 @@ struct KernelFunctions {
 };
 
 // `arg_dtypes[i]` is the element dtype of DEFINE_GLOBAL i.
-KernelFunctions emit_kernel(llvm::Module& m, const std::string& name, const std::vector<LinearOp>& program,
+KernelFunctions emit_kernel(llvm::Module& m, const std::string& name,
+                            const std::vector<LinearOp>& program,
                             const std::vector<DType>& arg_dtypes, const Target& target);
 
 }  // namespace kiln

@@ -6,12 +6,12 @@
 #include <llvm/Object/ELFTypes.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
-#include <unistd.h>
 
 #include "compiler/codegen/llvm/module_builder.h"
 #include "compiler/codegen/llvm/target.h"
@@ -46,12 +46,15 @@ std::vector<uint8_t> link_shared_object(const std::vector<uint8_t>& object, cons
   std::string out = (dir.path / "kernels.so").string();
   {
     std::ofstream f(obj, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(object.data()), static_cast<std::streamsize>(object.size()));
+    f.write(reinterpret_cast<const char*>(object.data()),
+            static_cast<std::streamsize>(object.size()));
     if (!f) throw Error("cannot write the temporary object file " + obj);
   }
-  std::vector<const char*> args = {"ld.lld", "-shared", "--no-undefined", "-Bsymbolic", "--build-id=none",
-                                   "--hash-style=gnu", "-z", "noexecstack", "-z", "now", "--gc-sections",
-                                   "--no-eh-frame-hdr", "-o", out.c_str(), obj.c_str()};
+  std::vector<const char*> args = {"ld.lld",     "-shared",         "--no-undefined",
+                                   "-Bsymbolic", "--build-id=none", "--hash-style=gnu",
+                                   "-z",         "noexecstack",     "-z",
+                                   "now",        "--gc-sections",   "--no-eh-frame-hdr",
+                                   "-o",         out.c_str(),       obj.c_str()};
   std::string lld_out, lld_err;
   llvm::raw_string_ostream os(lld_out), es(lld_err);
   // lld's driver keeps global state: one link at a time.
@@ -72,12 +75,14 @@ std::vector<uint8_t> link_shared_object(const std::vector<uint8_t>& object, cons
 
 std::string check_shared_object(const std::vector<uint8_t>& so, const Target& t) {
   using ELFT = llvm::object::ELF64LE;
-  auto file = llvm::object::ELFFile<ELFT>::create(llvm::StringRef(reinterpret_cast<const char*>(so.data()), so.size()));
+  auto file = llvm::object::ELFFile<ELFT>::create(
+      llvm::StringRef(reinterpret_cast<const char*>(so.data()), so.size()));
   if (!file) return "not an ELF64 little-endian file: " + llvm::toString(file.takeError());
   const auto& hdr = file->getHeader();
   if (hdr.e_type != llvm::ELF::ET_DYN) return "not a shared object (ET_DYN)";
   uint16_t want = t.is_x86() ? llvm::ELF::EM_X86_64 : t.is_aarch64() ? llvm::ELF::EM_AARCH64 : 0;
-  if (hdr.e_machine != want) return "ELF machine " + std::to_string(hdr.e_machine) + ", expected " + std::to_string(want);
+  if (hdr.e_machine != want)
+    return "ELF machine " + std::to_string(hdr.e_machine) + ", expected " + std::to_string(want);
   auto phdrs = file->program_headers();
   if (!phdrs) return "bad program headers";
   for (const auto& ph : *phdrs)
@@ -86,14 +91,18 @@ std::string check_shared_object(const std::vector<uint8_t>& so, const Target& t)
   if (!dyn) return "no dynamic section";
   for (const auto& d : *dyn) {
     switch (d.d_tag) {
-      case llvm::ELF::DT_NEEDED: return "depends on a shared library (DT_NEEDED)";
+      case llvm::ELF::DT_NEEDED:
+        return "depends on a shared library (DT_NEEDED)";
       case llvm::ELF::DT_INIT:
       case llvm::ELF::DT_INIT_ARRAY:
       case llvm::ELF::DT_PREINIT_ARRAY:
       case llvm::ELF::DT_FINI:
-      case llvm::ELF::DT_FINI_ARRAY: return "has initializers or finalizers";
-      case llvm::ELF::DT_TEXTREL: return "has text relocations";
-      default: break;
+      case llvm::ELF::DT_FINI_ARRAY:
+        return "has initializers or finalizers";
+      case llvm::ELF::DT_TEXTREL:
+        return "has text relocations";
+      default:
+        break;
     }
   }
   auto sections = file->sections();
@@ -109,7 +118,8 @@ std::string check_shared_object(const std::vector<uint8_t>& so, const Target& t)
       for (const auto& s : *syms) {
         auto name = s.getName(*strtab);
         if (!name || name->empty()) continue;
-        if (s.st_shndx == llvm::ELF::SHN_UNDEF) return "undefined dynamic symbol '" + name->str() + "'";
+        if (s.st_shndx == llvm::ELF::SHN_UNDEF)
+          return "undefined dynamic symbol '" + name->str() + "'";
         if (*name == kEntryTableSymbol) table = true;
       }
     }
@@ -117,7 +127,9 @@ std::string check_shared_object(const std::vector<uint8_t>& so, const Target& t)
       auto relas = file->relas(sec);
       if (!relas) return "bad relocation section";
       for (const auto& r : *relas)
-        if (r.getType(false) != relative) return "relocation of type " + std::to_string(r.getType(false)) + " (only RELATIVE is allowed)";
+        if (r.getType(false) != relative)
+          return "relocation of type " + std::to_string(r.getType(false)) +
+                 " (only RELATIVE is allowed)";
     }
     if (sec.sh_type == llvm::ELF::SHT_REL) return "REL relocations (only RELA RELATIVE is allowed)";
   }

@@ -19,16 +19,27 @@ llvm::Type* MathBuilder::with_elem(llvm::Type* elem) const {
   return lanes ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(elem, lanes)) : elem;
 }
 
-llvm::Value* MathBuilder::f(double v) const { return llvm::ConstantFP::get(fty, v); }
-llvm::Value* MathBuilder::i(int64_t v) const { return llvm::ConstantInt::get(ity, static_cast<uint64_t>(v), true); }
-llvm::Value* MathBuilder::inf() const { return f(std::numeric_limits<double>::infinity()); }
-llvm::Value* MathBuilder::nan() const { return f(std::numeric_limits<double>::quiet_NaN()); }
-
-llvm::Value* MathBuilder::fma(llvm::Value* a, llvm::Value* x, llvm::Value* c) {
-  return b.CreateIntrinsic(llvm::Intrinsic::fma, {fty}, {a, x, c});
+llvm::Value* MathBuilder::f(double v) const {
+  return llvm::ConstantFP::get(fty, v);
+}
+llvm::Value* MathBuilder::i(int64_t v) const {
+  return llvm::ConstantInt::get(ity, static_cast<uint64_t>(v), true);
+}
+llvm::Value* MathBuilder::inf() const {
+  return f(std::numeric_limits<double>::infinity());
+}
+llvm::Value* MathBuilder::nan() const {
+  return f(std::numeric_limits<double>::quiet_NaN());
 }
 
-llvm::Value* MathBuilder::fabs(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
+llvm::Value* MathBuilder::fma(llvm::Value* a, llvm::Value* x, llvm::Value* c) {
+  // fmuladd: fused where the target has FMA, a multiply and an add elsewhere (never a libm call).
+  return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {fty}, {a, x, c});
+}
+
+llvm::Value* MathBuilder::fabs(llvm::Value* x) {
+  return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+}
 
 llvm::Value* MathBuilder::poly(llvm::Value* x, std::span<const double> c) {
   llvm::Value* acc = f(c.back());
@@ -39,6 +50,16 @@ llvm::Value* MathBuilder::poly(llvm::Value* x, std::span<const double> c) {
 llvm::Value* MathBuilder::round_small(llvm::Value* x) {
   llvm::Value* magic = f(is_double ? 6755399441055744.0 : 12582912.0);  // 1.5 * 2^52 / 1.5 * 2^23
   return sub(add(x, magic), magic);
+}
+
+llvm::Value* MathBuilder::trunc(llvm::Value* x) {
+  // Values of magnitude >= 2^p are integers already; below, round to nearest and step toward 0.
+  llvm::Value* big = f(is_double ? 4503599627370496.0 : 8388608.0);
+  llvm::Value* ax = fabs(x);
+  llvm::Value* r = round_small(ax);
+  r = sel(b.CreateFCmpOGT(r, ax), sub(r, f(1.0)), r);
+  r = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
+  return sel(b.CreateFCmpUGE(ax, big), x, r);
 }
 
 llvm::Value* MathBuilder::pow2i(llvm::Value* k) {

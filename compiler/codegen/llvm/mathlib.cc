@@ -39,7 +39,8 @@ std::vector<double> as_float(std::span<const double> c) {
 
 llvm::Value* exp2_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   MathBuilder m(b, x->getType());
-  llvm::Value* xc = m.sel(b.CreateFCmpOGT(x, m.f(129)), m.f(129), m.sel(b.CreateFCmpOLT(x, m.f(-151)), m.f(-151), x));
+  llvm::Value* xc = m.sel(b.CreateFCmpOGT(x, m.f(129)), m.f(129),
+                          m.sel(b.CreateFCmpOLT(x, m.f(-151)), m.f(-151), x));
   llvm::Value* kf = m.round_small(xc);
   llvm::Value* r = m.sub(xc, kf);
   static const std::vector<double> c = as_float(taylor_exp(7, kLn2));
@@ -58,14 +59,16 @@ std::pair<llvm::Value*, llvm::Value*> log_parts(MathBuilder& m, llvm::Value* x) 
   llvm::Value* bits = m.to_int_bits(xs);
   llvm::Value* e = b.CreateSub(b.CreateLShr(bits, m.i(23)), m.i(127));
   e = b.CreateSub(e, m.sel(sub, m.i(23), m.i(0)));
-  llvm::Value* mant = m.from_int_bits(b.CreateOr(b.CreateAnd(bits, m.i(0x7fffff)), m.i(0x3f800000)));
+  llvm::Value* mant =
+      m.from_int_bits(b.CreateOr(b.CreateAnd(bits, m.i(0x7fffff)), m.i(0x3f800000)));
   llvm::Value* big = b.CreateFCmpOGT(mant, m.f(1.41421356237309504880));
   mant = m.sel(big, m.mul(mant, m.f(0.5)), mant);
   e = m.sel(big, b.CreateAdd(e, m.i(1)), e);
   llvm::Value* f = m.sub(mant, m.f(1.0));
   llvm::Value* s = m.div(f, m.add(m.f(2.0), f));
   llvm::Value* z = m.mul(s, s);
-  static const std::vector<double> series = as_float(std::vector<double>{2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11});
+  static const std::vector<double> series =
+      as_float(std::vector<double>{2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11});
   llvm::Value* R = m.mul(z, m.poly(z, series));
   llvm::Value* l = m.sub(f, m.mul(s, m.sub(f, R)));  // f - s*(f - R) = 2s + 2s^3/3 + ...
   return {b.CreateSIToFP(e, m.fty), l};
@@ -111,7 +114,8 @@ llvm::Value* erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   static const std::vector<double> odd = as_float(kErfOdd);
   static const std::vector<double> scaled = as_float(kErfcScaled);
   llvm::Value* small = m.mul(x, m.poly(m.mul(x, x), odd));
-  llvm::Value* erfc = m.mul(exp_f32(b, m.mul(m.mul(a, a), m.f(-1.0))), m.poly(m.sub(a, m.f(2.5)), scaled));
+  llvm::Value* erfc =
+      m.mul(exp_f32(b, m.mul(m.mul(a, a), m.f(-1.0))), m.poly(m.sub(a, m.f(2.5)), scaled));
   llvm::Value* big = m.sel(b.CreateFCmpOGE(a, m.f(3.92)), m.f(1.0), m.sub(m.f(1.0), erfc));
   big = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, x);
   return m.sel(b.CreateFCmpOLT(a, m.f(1.0)), small, big);
@@ -134,7 +138,8 @@ llvm::Value* log2_f64(MathBuilder& d, llvm::Value* a) {
   llvm::Value* bits = d.to_int_bits(as);
   llvm::Value* e = b.CreateSub(b.CreateLShr(bits, d.i(52)), d.i(1023));
   e = b.CreateSub(e, d.sel(sub, d.i(52), d.i(0)));
-  llvm::Value* mant = d.from_int_bits(b.CreateOr(b.CreateAnd(bits, d.i(0xfffffffffffffLL)), d.i(0x3ff0000000000000LL)));
+  llvm::Value* mant = d.from_int_bits(
+      b.CreateOr(b.CreateAnd(bits, d.i(0xfffffffffffffLL)), d.i(0x3ff0000000000000LL)));
   llvm::Value* big = b.CreateFCmpOGT(mant, d.f(1.41421356237309504880));
   mant = d.sel(big, d.mul(mant, d.f(0.5)), mant);
   e = d.sel(big, b.CreateAdd(e, d.i(1)), e);
@@ -154,7 +159,8 @@ llvm::Value* log2_f64(MathBuilder& d, llvm::Value* a) {
 // 2^t in double precision (overflow to inf and underflow to 0 beyond +-1100).
 llvm::Value* exp2_f64(MathBuilder& d, llvm::Value* t) {
   llvm::IRBuilder<>& b = d.b;
-  llvm::Value* tc = d.sel(b.CreateFCmpOGT(t, d.f(1100)), d.f(1100), d.sel(b.CreateFCmpOLT(t, d.f(-1100)), d.f(-1100), t));
+  llvm::Value* tc = d.sel(b.CreateFCmpOGT(t, d.f(1100)), d.f(1100),
+                          d.sel(b.CreateFCmpOLT(t, d.f(-1100)), d.f(-1100), t));
   llvm::Value* kf = d.round_small(tc);
   llvm::Value* r = d.sub(tc, kf);
   llvm::Value* p = d.poly(r, taylor_exp(14, kLn2));
@@ -170,15 +176,16 @@ llvm::Value* pow_f32(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) {
   llvm::Value* yd = b.CreateFPExt(y, d.fty);
   llvm::Value* ax = d.fabs(xd);
   llvm::Value* r = exp2_f64(d, d.mul(yd, log2_f64(d, ax)));
-  llvm::Value* yt = b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, yd);
+  llvm::Value* yt = d.trunc(yd);
   llvm::Value* is_int = b.CreateFCmpOEQ(yt, yd);
   llvm::Value* half = d.mul(yd, d.f(0.5));
-  llvm::Value* odd = b.CreateAnd(is_int, b.CreateFCmpUNE(b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, half), half));
+  llvm::Value* odd = b.CreateAnd(is_int, b.CreateFCmpUNE(d.trunc(half), half));
   llvm::Value* neg = b.CreateICmpSLT(d.to_int_bits(xd), d.i(0));  // sign bit (also -0, -inf)
   llvm::Value* finite_x = b.CreateFCmpOLT(ax, d.inf());
   llvm::Value* finite_y = b.CreateFCmpOLT(d.fabs(yd), d.inf());
   r = d.sel(b.CreateAnd(neg, odd), d.mul(r, d.f(-1.0)), r);
-  r = d.sel(b.CreateAnd(b.CreateAnd(b.CreateFCmpOLT(xd, d.f(0)), finite_x), b.CreateAnd(b.CreateNot(is_int), finite_y)),
+  r = d.sel(b.CreateAnd(b.CreateAnd(b.CreateFCmpOLT(xd, d.f(0)), finite_x),
+                        b.CreateAnd(b.CreateNot(is_int), finite_y)),
             d.nan(), r);
   // |x| == 1 with y = +-inf gives 1 (the product inf * 0 would be NaN).
   r = d.sel(b.CreateAnd(b.CreateFCmpOEQ(ax, d.f(1.0)), b.CreateNot(finite_y)), d.f(1.0), r);
@@ -189,7 +196,8 @@ llvm::Value* pow_f32(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) {
 }
 
 std::string type_suffix(llvm::Type* t) {
-  if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t)) return "v" + std::to_string(v->getNumElements()) + "f32";
+  if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t))
+    return "v" + std::to_string(v->getNumElements()) + "f32";
   return "f32";
 }
 
@@ -218,8 +226,10 @@ bool provides(Op op) {
     case Op::TANH:
     case Op::ERF:
     case Op::SIGMOID:
-    case Op::POW: return true;
-    default: return false;
+    case Op::POW:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -232,27 +242,50 @@ llvm::Value* emit(llvm::IRBuilder<>& b, Op op, llvm::Value* x, llvm::Value* y) {
   if (!fn) {
     std::vector<llvm::Type*> params = {t};
     if (op == Op::POW) params.push_back(t);
-    fn = llvm::Function::Create(llvm::FunctionType::get(t, params, false), llvm::Function::InternalLinkage, name, mod);
+    fn = llvm::Function::Create(llvm::FunctionType::get(t, params, false),
+                                llvm::Function::InternalLinkage, name, mod);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     fn->addFnAttr(llvm::Attribute::WillReturn);
     fn->addFnAttr(llvm::Attribute::InlineHint);
     // sin and cos read the constant table of 2/pi for huge arguments.
-    fn->setMemoryEffects(op == Op::SIN || op == Op::COS ? llvm::MemoryEffects::readOnly() : llvm::MemoryEffects::none());
+    fn->setMemoryEffects(op == Op::SIN || op == Op::COS ? llvm::MemoryEffects::readOnly()
+                                                        : llvm::MemoryEffects::none());
     llvm::IRBuilder<> fb(llvm::BasicBlock::Create(mod->getContext(), "entry", fn));
     llvm::Value* a = fn->getArg(0);
     llvm::Value* r = nullptr;
     switch (op) {
-      case Op::EXP: r = exp_f32(fb, a); break;
-      case Op::EXP2: r = exp2_f32(fb, a); break;
-      case Op::LOG: r = log_f32(fb, a); break;
-      case Op::LOG2: r = log2_f32(fb, a); break;
-      case Op::SIN: r = sincos_f32(fb, a, false); break;
-      case Op::COS: r = sincos_f32(fb, a, true); break;
-      case Op::TANH: r = tanh_f32(fb, a); break;
-      case Op::ERF: r = erf_f32(fb, a); break;
-      case Op::SIGMOID: r = sigmoid_f32(fb, a); break;
-      case Op::POW: r = pow_f32(fb, a, fn->getArg(1)); break;
-      default: throw InternalError(str_cat("mathlib: no implementation of ", op_name(op)));
+      case Op::EXP:
+        r = exp_f32(fb, a);
+        break;
+      case Op::EXP2:
+        r = exp2_f32(fb, a);
+        break;
+      case Op::LOG:
+        r = log_f32(fb, a);
+        break;
+      case Op::LOG2:
+        r = log2_f32(fb, a);
+        break;
+      case Op::SIN:
+        r = sincos_f32(fb, a, false);
+        break;
+      case Op::COS:
+        r = sincos_f32(fb, a, true);
+        break;
+      case Op::TANH:
+        r = tanh_f32(fb, a);
+        break;
+      case Op::ERF:
+        r = erf_f32(fb, a);
+        break;
+      case Op::SIGMOID:
+        r = sigmoid_f32(fb, a);
+        break;
+      case Op::POW:
+        r = pow_f32(fb, a, fn->getArg(1));
+        break;
+      default:
+        throw InternalError(str_cat("mathlib: no implementation of ", op_name(op)));
     }
     fb.CreateRet(r);
   }

@@ -23,7 +23,8 @@ llvm::GlobalVariable* two_over_pi_table(llvm::Module& m) {
   if (auto* g = m.getGlobalVariable(name, true)) return g;
   std::vector<uint32_t> words(std::begin(kTwoOverPi24), std::end(kTwoOverPi24));
   auto* init = llvm::ConstantDataArray::get(m.getContext(), words);
-  return new llvm::GlobalVariable(m, init->getType(), true, llvm::GlobalValue::InternalLinkage, init, name);
+  return new llvm::GlobalVariable(m, init->getType(), true, llvm::GlobalValue::InternalLinkage,
+                                  init, name);
 }
 
 // {r (double), q (i32)}: |x| = (q + r/(pi/2)) * pi/2 mod 2pi for |x| >= 2^19, x finite.
@@ -32,25 +33,30 @@ llvm::Function* rem_pio2_large(llvm::Module& m) {
   if (auto* f = m.getFunction(name)) return f;
   llvm::LLVMContext& c = m.getContext();
   auto* ret = llvm::StructType::get(c, {llvm::Type::getDoubleTy(c), llvm::Type::getInt32Ty(c)});
-  auto* fn = llvm::Function::Create(llvm::FunctionType::get(ret, {llvm::Type::getFloatTy(c)}, false),
-                                    llvm::Function::InternalLinkage, name, m);
+  auto* fn =
+      llvm::Function::Create(llvm::FunctionType::get(ret, {llvm::Type::getFloatTy(c)}, false),
+                             llvm::Function::InternalLinkage, name, m);
   fn->addFnAttr(llvm::Attribute::NoUnwind);
   fn->addFnAttr(llvm::Attribute::NoInline);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", fn));
   llvm::Type* i64 = b.getInt64Ty();
   llvm::Type* i128 = b.getInt128Ty();
   auto k64 = [&](int64_t v) { return llvm::ConstantInt::get(i64, static_cast<uint64_t>(v), true); };
-  llvm::Value* bits = b.CreateZExt(b.CreateAnd(b.CreateBitCast(fn->getArg(0), b.getInt32Ty()), b.getInt32(0x7fffffff)), i64);
+  llvm::Value* bits = b.CreateZExt(
+      b.CreateAnd(b.CreateBitCast(fn->getArg(0), b.getInt32Ty()), b.getInt32(0x7fffffff)), i64);
   llvm::Value* E = b.CreateLShr(bits, k64(23));
   llvm::Value* mant = b.CreateOr(b.CreateAnd(bits, k64(0x7fffff)), k64(0x800000));
   llvm::Value* e = b.CreateSub(E, k64(150));
   // Skip the words of 2/pi whose products are multiples of 4: i0 = (e - 26)/24 + 1 when e >= 26.
-  llvm::Value* i0 = b.CreateSelect(b.CreateICmpSGE(e, k64(26)), b.CreateAdd(b.CreateSDiv(b.CreateSub(e, k64(26)), k64(24)), k64(1)), k64(0));
+  llvm::Value* i0 =
+      b.CreateSelect(b.CreateICmpSGE(e, k64(26)),
+                     b.CreateAdd(b.CreateSDiv(b.CreateSub(e, k64(26)), k64(24)), k64(1)), k64(0));
   llvm::GlobalVariable* table = two_over_pi_table(m);
   llvm::Value* limb[6];
   llvm::Value* carry = k64(0);
   for (int j = 5; j >= 0; --j) {
-    llvm::Value* p = b.CreateInBoundsGEP(table->getValueType(), table, {b.getInt64(0), b.CreateAdd(i0, k64(j))});
+    llvm::Value* p =
+        b.CreateInBoundsGEP(table->getValueType(), table, {b.getInt64(0), b.CreateAdd(i0, k64(j))});
     llvm::Value* w = b.CreateZExt(b.CreateLoad(b.getInt32Ty(), p), i64);
     llvm::Value* v = b.CreateAdd(b.CreateMul(mant, w), carry);
     limb[j] = b.CreateAnd(v, k64(0xffffff));
@@ -58,16 +64,20 @@ llvm::Function* rem_pio2_large(llvm::Module& m) {
   }
   // V = bits 48..167 of the product P (limb 5 and 4 hold bits 0..47).
   llvm::Value* V = b.CreateZExt(carry, i128);
-  for (int j = 0; j <= 3; ++j) V = b.CreateOr(b.CreateShl(V, llvm::ConstantInt::get(i128, 24)), b.CreateZExt(limb[j], i128));
-  // P has s = 144 + 24*i0 - e fraction bits; take bits [s-62, s+2): 2 integer bits, 62 fraction bits.
+  for (int j = 0; j <= 3; ++j)
+    V = b.CreateOr(b.CreateShl(V, llvm::ConstantInt::get(i128, 24)), b.CreateZExt(limb[j], i128));
+  // P has s = 144 + 24*i0 - e fraction bits; take bits [s-62, s+2): 2 integer bits, 62 fraction
+  // bits.
   llvm::Value* s = b.CreateSub(b.CreateAdd(k64(144), b.CreateMul(i0, k64(24))), e);
-  llvm::Value* window = b.CreateTrunc(b.CreateLShr(V, b.CreateZExt(b.CreateSub(s, k64(110)), i128)), i64);
+  llvm::Value* window =
+      b.CreateTrunc(b.CreateLShr(V, b.CreateZExt(b.CreateSub(s, k64(110)), i128)), i64);
   llvm::Value* q = b.CreateLShr(window, k64(62));
   llvm::Value* frac = b.CreateAnd(window, k64((int64_t{1} << 62) - 1));
   llvm::Value* up = b.CreateICmpUGE(frac, k64(int64_t{1} << 61));
   q = b.CreateSelect(up, b.CreateAdd(q, k64(1)), q);
   frac = b.CreateSelect(up, b.CreateSub(frac, k64(int64_t{1} << 62)), frac);
-  llvm::Value* r = b.CreateFMul(b.CreateFMul(b.CreateSIToFP(frac, b.getDoubleTy()), llvm::ConstantFP::get(b.getDoubleTy(), 0x1p-62)),
+  llvm::Value* r = b.CreateFMul(b.CreateFMul(b.CreateSIToFP(frac, b.getDoubleTy()),
+                                             llvm::ConstantFP::get(b.getDoubleTy(), 0x1p-62)),
                                 llvm::ConstantFP::get(b.getDoubleTy(), kPio2));
   llvm::Value* out = llvm::UndefValue::get(ret);
   out = b.CreateInsertValue(out, r, 0);
@@ -87,7 +97,8 @@ llvm::Value* sincos_f32(llvm::IRBuilder<>& b, llvm::Value* x, bool cosine) {
   llvm::Value* r = d.sub(d.fma(b.CreateFNeg(kd), d.f(kPio2Hi), xd), d.mul(kd, d.f(kPio2Lo)));
   llvm::Value* q = b.CreateTrunc(b.CreateAnd(d.to_int(kd), d.i(3)), i32v);
   llvm::Value* ax = m.fabs(x);
-  llvm::Value* large = b.CreateAnd(b.CreateFCmpOGE(ax, m.f(kLargeArgument)), b.CreateFCmpOLT(ax, m.inf()));
+  llvm::Value* large =
+      b.CreateAnd(b.CreateFCmpOGE(ax, m.f(kLargeArgument)), b.CreateFCmpOLT(ax, m.inf()));
   // Huge arguments, lane by lane in a branch taken only when some lane needs it.
   llvm::Value* any = m.lanes ? b.CreateOrReduce(large) : large;
   llvm::BasicBlock* here = b.GetInsertBlock();
@@ -106,7 +117,8 @@ llvm::Value* sincos_f32(llvm::IRBuilder<>& b, llvm::Value* x, bool cosine) {
     llvm::Value* rl = b.CreateExtractValue(res, 0);
     llvm::Value* ql = b.CreateExtractValue(res, 1);
     // The reduction is of |x|: for x < 0, negate r and the quadrant.
-    llvm::Value* negx = b.CreateFCmpOLT(m.lanes ? b.CreateExtractElement(x, l) : x, llvm::ConstantFP::get(b.getFloatTy(), 0.0));
+    llvm::Value* negx = b.CreateFCmpOLT(m.lanes ? b.CreateExtractElement(x, l) : x,
+                                        llvm::ConstantFP::get(b.getFloatTy(), 0.0));
     rl = b.CreateSelect(negx, b.CreateFNeg(rl), rl);
     ql = b.CreateSelect(negx, b.CreateAnd(b.CreateNeg(ql), b.getInt32(3)), ql);
     llvm::Value* use = m.lanes ? b.CreateExtractElement(large, l) : large;
@@ -130,9 +142,13 @@ llvm::Value* sincos_f32(llvm::IRBuilder<>& b, llvm::Value* x, bool cosine) {
   llvm::Value* sn = d.mul(r, d.poly(z, kSinOdd));
   llvm::Value* cs = d.poly(z, kCosEven);
   // sin: quadrants 0..3 give s, c, -s, -c; cos: c, -s, -c, s.
-  if (cosine) q = b.CreateAnd(b.CreateAdd(q, llvm::ConstantInt::get(i32v, 1)), llvm::ConstantInt::get(i32v, 3));
-  llvm::Value* use_cos = b.CreateICmpNE(b.CreateAnd(q, llvm::ConstantInt::get(i32v, 1)), llvm::ConstantInt::get(i32v, 0));
-  llvm::Value* negate = b.CreateICmpNE(b.CreateAnd(q, llvm::ConstantInt::get(i32v, 2)), llvm::ConstantInt::get(i32v, 0));
+  if (cosine)
+    q = b.CreateAnd(b.CreateAdd(q, llvm::ConstantInt::get(i32v, 1)),
+                    llvm::ConstantInt::get(i32v, 3));
+  llvm::Value* use_cos = b.CreateICmpNE(b.CreateAnd(q, llvm::ConstantInt::get(i32v, 1)),
+                                        llvm::ConstantInt::get(i32v, 0));
+  llvm::Value* negate = b.CreateICmpNE(b.CreateAnd(q, llvm::ConstantInt::get(i32v, 2)),
+                                       llvm::ConstantInt::get(i32v, 0));
   llvm::Value* v = d.sel(use_cos, cs, sn);
   v = d.sel(negate, b.CreateFNeg(v), v);
   llvm::Value* res = b.CreateFPTrunc(v, m.fty);

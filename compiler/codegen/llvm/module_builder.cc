@@ -15,7 +15,8 @@
 
 namespace kiln {
 
-std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::vector<CodegenKernel>& kernels,
+std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
+                                           const std::vector<CodegenKernel>& kernels,
                                            const Target& t, ModuleKind kind) {
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
   m->setTargetTriple(t.triple());
@@ -34,10 +35,13 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::ve
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* arr = llvm::ArrayType::get(ptr, entries.size());
     auto* sty = llvm::StructType::get(ctx, {i32, i32, i32, i32, arr});
-    auto* init = llvm::ConstantStruct::get(sty, {llvm::ConstantInt::get(i32, kEntryTableMagic), llvm::ConstantInt::get(i32, kEntryTableVersion),
-                                                 llvm::ConstantInt::get(i32, entries.size()), llvm::ConstantInt::get(i32, 0),
-                                                 llvm::ConstantArray::get(arr, entries)});
-    auto* g = new llvm::GlobalVariable(*m, sty, true, llvm::GlobalValue::ExternalLinkage, init, kEntryTableSymbol);
+    auto* init = llvm::ConstantStruct::get(
+        sty, {llvm::ConstantInt::get(i32, kEntryTableMagic),
+              llvm::ConstantInt::get(i32, kEntryTableVersion),
+              llvm::ConstantInt::get(i32, entries.size()), llvm::ConstantInt::get(i32, 0),
+              llvm::ConstantArray::get(arr, entries)});
+    auto* g = new llvm::GlobalVariable(*m, sty, true, llvm::GlobalValue::ExternalLinkage, init,
+                                       kEntryTableSymbol);
     g->setAlignment(llvm::Align(16));
   }
   return m;

@@ -3,7 +3,8 @@
 //
 // Package modules export one symbol, the versioned entry table `kiln_kernels_v1`:
 //   struct { uint32_t magic /* 'KILN' */, version, count, reserved;
-//            void (*entry[count])(void *const *args, const int64_t *vars, uint32_t task, uint32_t ntasks); }
+//            void (*entry[count])(void *const *args, const int64_t *vars, uint32_t task, uint32_t
+//            ntasks); }
 // Everything else is internal. JIT modules keep the raw kernels external so the JIT can call them.
 #pragma once
 
@@ -35,7 +36,8 @@ struct CodegenKernel {
 
 enum class ModuleKind { Package, Jit };
 
-std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::vector<CodegenKernel>& kernels,
+std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
+                                           const std::vector<CodegenKernel>& kernels,
                                            const Target& t, ModuleKind kind);
 // Verifies (throws InternalError naming the problem) and runs the O3 pipeline with every library
 // function disabled, so that no memset/memcpy/libm call is introduced.

@@ -1,0 +1,116 @@
+// Kernel opts: validity checks, and that every opt is a pure range substitution (the optimized
+// AST computes the same values, checked with the reference interpreter).
+#include <gtest/gtest.h>
+
+#include "compiler/opt/heuristics.h"
+#include "compiler/opt/opts.h"
+#include "compiler/support/error.h"
+#include "tests/schedule/random_graph.h"
+
+namespace kiln {
+namespace {
+
+Plan matmul_plan(Graph& g, int64_t m, int64_t k, int64_t n) {
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {m, k});
+  Tensor b = Tensor::input(g, "b", dtypes::float32, {k, n});
+  g.add_output("c", relu(matmul(a, b)).uop());
+  return plan_graph(g, {});
+}
+
+std::string opt_error(const UOp* ast, std::vector<Opt> opts) {
+  try {
+    apply_opts(ast, opts);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Opts, InvalidOptsAreRejectedWithAReason) {
+  Graph g;
+  Plan p = matmul_plan(g, 12, 10, 16);  // loops r0[12] r1[16], reduce r2[10]
+  const UOp* ast = p.programs[0].ast;
+  EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 1, 5}}),
+            "opt UPCAST(r1,5): amount does not divide the range size 16");
+  EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 2, 2}}),
+            "opt UPCAST(r2,2): needs an output loop, r2 is reduce");
+  EXPECT_EQ(opt_error(ast, {{OptKind::Unroll, 0, 2}}),
+            "opt UNROLL(r0,2): needs a reduce range, r0 is loop");
+  EXPECT_EQ(opt_error(ast, {{OptKind::Parallel, 1, 2}}),
+            "opt PARALLEL(r1,2): only the outermost loop can be split into tasks");
+  EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 9, 2}}),
+            "opt UPCAST(r9,2): the kernel has no range r9");
+  EXPECT_EQ(opt_error(ast, {{OptKind::Tile, 1, 16}}),
+            "opt TILE(r1,16): a tile as large as the range is no tile");
+  EXPECT_EQ(
+      opt_error(ast, {{OptKind::Upcast, 1, 8}, {OptKind::Unroll, 2, 5}, {OptKind::Parallel, 0, 4}}),
+      "");
+  Graph g2;
+  Plan big = matmul_plan(g2, 16, 10, 32);
+  EXPECT_EQ(opt_error(big.programs[0].ast, {{OptKind::Upcast, 1, 32}, {OptKind::Upcast, 0, 16}}),
+            "opt UPCAST(r0,16): more than 256 upcast lanes in one kernel");
+}
+
+TEST(Opts, OptimizedKernelsComputeTheSameValues) {
+  Graph g;
+  Plan p = matmul_plan(g, 12, 10, 16);
+  auto inputs = testing::random_inputs(g, 3);
+  auto ref = interpret(p, g, inputs);
+  std::vector<std::vector<Opt>> cases = {
+      {{OptKind::Upcast, 1, 8}},
+      {{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 3}, {OptKind::Unroll, 2, 5}},
+      {{OptKind::Tile, 1, 4}, {OptKind::Unroll, 2, 2}},
+      {{OptKind::Parallel, 0, 5}},
+      {{OptKind::Upcast, 0, 4}, {OptKind::Parallel, 0, 3}, {OptKind::Upcast, 1, 16}},
+  };
+  for (const auto& opts : cases) {
+    Plan q = p;
+    OptimizedKernel k = apply_opts(p.programs[0].ast, opts);
+    q.programs[0].ast = k.ast;
+    auto got = interpret(q, g, inputs);
+    std::string what;
+    for (const Opt& o : opts) what += o.str() + " ";
+    EXPECT_TRUE(testing::arrays_close(ref.at("c"), got.at("c"))) << what;
+  }
+}
+
+TEST(Opts, RangesAreRenumberedInLoopOrder) {
+  Graph g;
+  Plan p = matmul_plan(g, 12, 10, 16);
+  OptimizedKernel k =
+      apply_opts(p.programs[0].ast, {{OptKind::Tile, 1, 4}, {OptKind::Upcast, 0, 3}});
+  KernelRanges kr = kernel_ranges(k.ast);
+  // The tile's outer loop comes first: r0 = r1 / 4, then r0 / 3, then r1 % 4.
+  ASSERT_EQ(kr.loops.size(), 3u);
+  EXPECT_EQ(kr.loops[0]->src[0]->cval().i, 4);
+  EXPECT_EQ(kr.loops[1]->src[0]->cval().i, 4);
+  EXPECT_EQ(kr.loops[2]->src[0]->cval().i, 4);
+  for (size_t i = 0; i < kr.loops.size(); ++i)
+    EXPECT_EQ(kr.loops[i]->range().id, static_cast<int64_t>(i));
+  ASSERT_EQ(kr.upcasts.size(), 1u);
+  EXPECT_EQ(kr.upcasts[0]->src[0]->cval().i, 3);
+}
+
+TEST(Heuristics, VectorizeTheContiguousAxisAndTileContractions) {
+  Graph g;
+  Plan p = matmul_plan(g, 64, 64, 64);
+  std::vector<Opt> opts = default_opts(p.programs[0].ast, OptTarget{32, 16});
+  // AVX2: 8 float lanes; a contraction takes two vectors on the contiguous axis, a second axis of
+  // 4, the reduce unrolled by 4, and tasks over the outer loop.
+  std::vector<Opt> want = {{OptKind::Upcast, 1, 16},
+                           {OptKind::Upcast, 0, 4},
+                           {OptKind::Unroll, 2, 4},
+                           {OptKind::Parallel, 0, 16}};
+  EXPECT_EQ(opts, want);
+  Graph g2;
+  Tensor x = Tensor::input(g2, "x", dtypes::float32, {7, 40});
+  g2.add_output("y", x.exp().uop());
+  Plan p2 = plan_graph(g2, {});
+  EXPECT_EQ(default_opts(p2.programs[0].ast, OptTarget{64, 16}),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 8}}));
+  EXPECT_EQ(default_opts(p2.programs[0].ast, OptTarget{16, 16}),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 4}}));
+}
+
+}  // namespace
+}  // namespace kiln
