@@ -45,15 +45,18 @@ TEST(Dependencies, LldElfDriverRunsInProcess) {
 
 TEST(Dependencies, FlatbuffersRoundTripsTheSchema) {
   flatbuffers::FlatBufferBuilder fbb;
-  auto fmt = kiln::fb::CreateVersion(fbb, 1, 2);
-  auto prov = kiln::fb::CreateProvenanceDirect(fbb, fmt, "kilnc test");
-  fbb.Finish(kiln::fb::CreatePackage(fbb, prov), kiln::fb::PackageIdentifier());
+  auto prov = kiln::fb::CreateProvenanceDirect(fbb, 1, 2, "kilnc test");
+  kiln::fb::PackageBuilder pb(fbb);
+  pb.add_provenance(prov);
+  pb.add_arena_size(4096);
+  fbb.Finish(pb.Finish(), kiln::fb::PackageIdentifier());
   flatbuffers::Verifier v(fbb.GetBufferPointer(), fbb.GetSize());
   ASSERT_TRUE(kiln::fb::VerifyPackageBuffer(v));
   ASSERT_TRUE(kiln::fb::PackageBufferHasIdentifier(fbb.GetBufferPointer()));
   auto* pkg = kiln::fb::GetPackage(fbb.GetBufferPointer());
-  EXPECT_EQ(pkg->provenance()->format()->minor(), 2u);
+  EXPECT_EQ(pkg->provenance()->format_minor(), 2u);
   EXPECT_EQ(pkg->provenance()->producer()->str(), "kilnc test");
+  EXPECT_EQ(pkg->arena_size(), 4096u);
 }
 
 extern "C" int32_t add3(int32_t a, int32_t b, int32_t c) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -17,6 +18,9 @@
 #include "compiler/frontend/graph_file/graph_file.h"
 #include "compiler/frontend/load_model.h"
 #include "compiler/jit/jit.h"
+#include "compiler/package/package_reader.h"
+#include "compiler/package/package_writer.h"
+#include "compiler/support/sha256.h"
 #include "compiler/support/error.h"
 #include "compiler/support/npy.h"
 #include "compiler/tensor/tensor.h"
@@ -30,8 +34,9 @@ const char* kUsage =
     "  plan MODEL          plan the model and print the plan summary\n"
     "  run MODEL           compile in memory (JIT) and run: --input NAME=FILE.npy ... --output-dir "
     "DIR\n"
-    "  compile MODEL -o OUT --emit KIND\n"
-    "                      write llvm-ir, asm, object or shared-object for the model's kernels\n"
+    "  compile MODEL -o OUT.kiln [--emit KIND]\n"
+    "                      write the package (default), or llvm-ir, asm, object, shared-object\n"
+    "  inspect PACKAGE     describe a package (--json for one JSON object)\n"
     "\n"
     "options:\n"
     "  --shape NAME=D0,D1,...   input shape (repeatable)\n"
@@ -131,9 +136,9 @@ Args parse_args(int argc, char** argv) {
                            : value("--output");
     } else if (is("--emit")) {
       a.emit = value("--emit");
-      if (a.emit != "llvm-ir" && a.emit != "asm" && a.emit != "object" && a.emit != "shared-object")
-        throw UsageError("--emit wants llvm-ir, asm, object or shared-object, got '" + a.emit +
-                         "'");
+      if (a.emit != "package" && a.emit != "llvm-ir" && a.emit != "asm" && a.emit != "object" &&
+          a.emit != "shared-object")
+        throw UsageError("--emit wants package, llvm-ir, asm, object or shared-object, got '" + a.emit + "'");
     } else if (is("--input")) {
       a.inputs.push_back(name_value(value("--input"), "--input"));
     } else if (is("--output-dir")) {
@@ -149,13 +154,12 @@ Args parse_args(int argc, char** argv) {
   }
   if (pos.empty()) throw UsageError("missing command");
   a.command = pos[0];
-  if (a.command != "plan" && a.command != "run" && a.command != "compile")
+  if (a.command != "plan" && a.command != "run" && a.command != "compile" && a.command != "inspect")
     throw UsageError("unknown command '" + a.command + "'");
   if (pos.size() != 2) throw UsageError(a.command + " takes one MODEL");
   a.model = pos[1];
   if (a.command == "compile" && a.output.empty()) throw UsageError("compile needs -o OUT");
-  if (a.command == "compile" && a.emit.empty())
-    throw UsageError("compile needs --emit llvm-ir|asm|object|shared-object");
+  if (a.emit.empty()) a.emit = "package";
   if (a.command == "run" && a.output_dir.empty()) throw UsageError("run needs --output-dir DIR");
   return a;
 }
@@ -180,7 +184,24 @@ void write_file(const std::string& path, const void* data, size_t size) {
   std::filesystem::rename(tmp, path);
 }
 
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw kiln::Error("cannot open '" + path + "'");
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The flags that decide the compiled output, as recorded in the package's provenance.
+std::vector<std::string> output_flags(const Args& a, const kiln::Target& t) {
+  std::vector<std::string> f = {"--target=" + t.triple(), "--cpu=" + t.cpu(), "--opt-level=" + std::to_string(a.opt_level)};
+  for (const auto& [name, shape] : a.model_opts.shapes) f.push_back("--shape=" + name + "=" + kiln::shape_str(shape));
+  return f;
+}
+
 int run(const Args& a) {
+  if (a.command == "inspect") {
+    std::cout << kiln::describe_package(read_file(a.model), a.json) << (a.json ? "\n" : "");
+    return 0;
+  }
   kiln::Graph g;
   kiln::load_model(a.model, g, a.model_opts);
   if (a.pipeline.dump_ir.count("import") || a.pipeline.dump_ir.count("all")) {
@@ -234,8 +255,17 @@ int run(const Args& a) {
   kiln::CodegenRequest req;
   req.llvm_ir = a.emit == "llvm-ir";
   req.assembly = a.emit == "asm";
-  req.shared_object = a.emit == "shared-object";
+  req.shared_object = a.emit == "shared-object" || a.emit == "package";
   kiln::CodegenArtifacts art = kiln::generate_code(plan, t, {a.opt_level}, req, a.pipeline);
+  if (a.emit == "package") {
+    std::vector<uint8_t> model = read_file(a.model);
+    kiln::Sha256 h;
+    h.update(model.data(), model.size());
+    kiln::PackageProvenance prov{output_flags(a, t), kiln::Sha256::hex(h.finish())};
+    std::vector<uint8_t> pkg = kiln::write_package(plan, g, art, t, prov);
+    write_file(a.output, pkg.data(), pkg.size());
+    return 0;
+  }
   if (a.emit == "llvm-ir") write_file(a.output, art.llvm_ir.data(), art.llvm_ir.size());
   if (a.emit == "asm") write_file(a.output, art.assembly.data(), art.assembly.size());
   if (a.emit == "object") write_file(a.output, art.object.data(), art.object.size());

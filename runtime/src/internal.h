@@ -1,0 +1,124 @@
+/* Internal structures and helpers of libkiln_rt. Not installed. */
+#ifndef KILN_RT_INTERNAL_H_
+#define KILN_RT_INTERNAL_H_
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/kiln.h"
+
+/* Sets the thread's last error message and returns |status|. */
+kiln_status kiln_error(kiln_status status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+#define KILN_RETURN_IF_ERROR(expr)       \
+  do {                                   \
+    kiln_status kiln_s_ = (expr);        \
+    if (kiln_s_ != KILN_OK) return kiln_s_; \
+  } while (0)
+
+/* Allocation through the model's allocator (or malloc). */
+void* kiln_alloc(const kiln_allocator* a, size_t size, size_t alignment);
+void kiln_free(const kiln_allocator* a, void* p);
+
+/* Overflow-checked arithmetic on sizes (nonzero on overflow). */
+static inline int kiln_add_overflow(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
+static inline int kiln_mul_overflow(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
+
+uint32_t kiln_crc32c(uint32_t crc, const void* data, size_t len);
+
+/* ---- the verified model ---- */
+
+enum { KILN_SLOT_ARENA = 0, KILN_SLOT_CONSTANT = 1, KILN_SLOT_INPUT = 2, KILN_SLOT_OUTPUT = 3 };
+
+typedef struct kiln_slot_desc {
+  uint8_t kind;
+  uint8_t dtype;
+  uint32_t index;
+  uint64_t offset;
+  uint64_t size;
+  uint32_t first_group, last_group;
+} kiln_slot_desc;
+
+typedef struct kiln_launch_desc {
+  uint32_t kernel;
+  uint32_t nargs;
+  const uint32_t* args; /* inside the package buffer (4-byte aligned, little-endian) */
+  uint32_t ntasks;
+} kiln_launch_desc;
+
+typedef struct kiln_group_desc {
+  uint32_t first_launch;
+  uint32_t num_launches;
+  uint32_t num_items; /* sum of the launches' task counts */
+} kiln_group_desc;
+
+typedef struct kiln_tensor_desc {
+  const char* name;
+  uint8_t dtype;
+  uint32_t rank;
+  const int64_t* shape;
+  uint64_t size_bytes;
+  uint32_t slot;
+} kiln_tensor_desc;
+
+typedef void (*kiln_kernel_fn)(void* const* args, const int64_t* vars, uint32_t task, uint32_t ntasks);
+
+/* Kernels loaded from an ELF shared object by kiln's loader. */
+typedef struct kiln_code {
+  uint8_t* base;   /* the mapped image */
+  size_t size;
+  const kiln_kernel_fn* entries;
+  uint32_t num_entries;
+} kiln_code;
+
+struct kiln_model {
+  kiln_allocator allocator;
+  int has_allocator;
+  /* the package bytes: a file mapping, a private copy, or caller memory */
+  const uint8_t* buf;
+  size_t size;
+  void* mapping;      /* munmap on release (file), or NULL */
+  void* owned_copy;   /* kiln_free on release, or NULL */
+  /* verified contents */
+  uint32_t num_inputs, num_outputs, num_slots, num_kernels, num_launches, num_groups;
+  kiln_tensor_desc* inputs;
+  kiln_tensor_desc* outputs;
+  kiln_slot_desc* slots;
+  const char** kernel_names;
+  kiln_kernel_fn* kernels;
+  kiln_launch_desc* launches;
+  kiln_group_desc* groups;
+  const uint8_t* constants;
+  uint64_t constants_size;
+  uint64_t arena_size;
+  uint32_t arena_alignment;
+  kiln_code code;
+  int live_sessions; /* atomic */
+};
+
+const kiln_allocator* kiln_model_allocator(const kiln_model* m);
+
+/* package.c: verify the package bytes and fill the model's descriptions (the code too). */
+kiln_status kiln_package_load(kiln_model* m, int verify_checksums);
+void kiln_package_unload(kiln_model* m);
+
+/* elf_loader.c */
+kiln_status kiln_elf_load(const uint8_t* elf, size_t size, kiln_code* out);
+void kiln_elf_unload(kiln_code* code);
+
+/* cpu_features.c: nonzero if the running CPU has the LLVM-named feature |name| (and the OS
+ * enabled its registers); -1 if the name is unknown to this runtime. */
+int kiln_cpu_has_feature(const char* name);
+/* The architecture the runtime runs on: "x86_64" or "aarch64". */
+const char* kiln_runtime_arch(void);
+
+/* thread_pool.c */
+typedef struct kiln_pool kiln_pool;
+typedef void (*kiln_work_fn)(void* ctx, uint32_t item);
+kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out);
+void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* pool);
+/* Runs fn(ctx, i) for every i in [0, n) on the workers and the calling thread; returns when all
+ * are done. */
+void kiln_pool_run(kiln_pool* pool, uint32_t n, kiln_work_fn fn, void* ctx);
+
+#endif /* KILN_RT_INTERNAL_H_ */

@@ -1,0 +1,198 @@
+/* Models: loading (file mapping or memory), inspection, release. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+const kiln_allocator* kiln_model_allocator(const kiln_model* m) { return m->has_allocator ? &m->allocator : NULL; }
+
+void kiln_model_options_init(kiln_model_options* o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+}
+
+static kiln_status check_options(const kiln_model_options* o) {
+  if (o && o->struct_size < sizeof(size_t) + sizeof(void*) + sizeof(int))
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_options.struct_size is %zu; call kiln_model_options_init", o->struct_size);
+  if (o && o->allocator && (!o->allocator->alloc || !o->allocator->free))
+    return kiln_error(KILN_INVALID_ARGUMENT, "the allocator needs both alloc and free");
+  return KILN_OK;
+}
+
+static kiln_status finish_load(kiln_model* m, const kiln_model_options* o, kiln_model** out_model) {
+  kiln_status st = kiln_package_load(m, !(o && o->skip_checksums));
+  if (st != KILN_OK) {
+    kiln_package_unload(m);
+    if (m->mapping) munmap(m->mapping, m->size);
+    kiln_free(kiln_model_allocator(m), m->owned_copy);
+    kiln_allocator a = m->allocator;
+    int has = m->has_allocator;
+    kiln_free(has ? &a : NULL, m);
+    return st;
+  }
+  *out_model = m;
+  return KILN_OK;
+}
+
+static kiln_model* new_model(const kiln_model_options* o) {
+  const kiln_allocator* a = o ? o->allocator : NULL;
+  kiln_model* m = kiln_alloc(a, sizeof *m, 16);
+  if (!m) return NULL;
+  memset(m, 0, sizeof *m);
+  if (a) {
+    m->allocator = *a;
+    m->has_allocator = 1;
+  }
+  return m;
+}
+
+kiln_status kiln_model_load_file(const char* path, const kiln_model_options* options, kiln_model** out_model) {
+  if (!out_model) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_file: out_model is NULL");
+  *out_model = NULL;
+  if (!path) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_file: path is NULL");
+  KILN_RETURN_IF_ERROR(check_options(options));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    kiln_status s = errno == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR;
+    return kiln_error(s, "cannot open '%s': %s", path, strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return kiln_error(KILN_IO_ERROR, "'%s' is not a regular file", path);
+  }
+  if (st.st_size < 8) {
+    close(fd);
+    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: '%s' has %lld bytes", path, (long long)st.st_size);
+  }
+  void* map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return kiln_error(KILN_IO_ERROR, "cannot map '%s': %s", path, strerror(errno));
+  kiln_model* m = new_model(options);
+  if (!m) {
+    munmap(map, (size_t)st.st_size);
+    return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading '%s'", path);
+  }
+  m->buf = map;
+  m->size = (size_t)st.st_size;
+  m->mapping = map;
+  return finish_load(m, options, out_model);
+}
+
+kiln_status kiln_model_load_memory(const void* data, size_t size, const kiln_model_options* options, kiln_model** out_model) {
+  if (!out_model) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_memory: out_model is NULL");
+  *out_model = NULL;
+  if (!data) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_memory: data is NULL");
+  KILN_RETURN_IF_ERROR(check_options(options));
+  kiln_model* m = new_model(options);
+  if (!m) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading a package");
+  if ((uintptr_t)data % 64 == 0) {
+    m->buf = data;
+  } else {
+    /* The constants must be 64-byte aligned in memory: copy to aligned storage. */
+    m->owned_copy = kiln_alloc(kiln_model_allocator(m), size, 64);
+    if (!m->owned_copy) {
+      kiln_free(options ? options->allocator : NULL, m);
+      return kiln_error(KILN_OUT_OF_MEMORY, "out of memory copying a %zu-byte package", size);
+    }
+    memcpy(m->owned_copy, data, size);
+    m->buf = m->owned_copy;
+  }
+  m->size = size;
+  return finish_load(m, options, out_model);
+}
+
+kiln_status kiln_model_release(kiln_model* m) {
+  if (!m) return KILN_OK;
+  int live = __atomic_load_n(&m->live_sessions, __ATOMIC_ACQUIRE);
+  if (live > 0)
+    return kiln_error(KILN_FAILED_PRECONDITION, "kiln_model_release: %d session(s) still use this model; release them first", live);
+  kiln_package_unload(m);
+  if (m->mapping) munmap(m->mapping, m->size);
+  kiln_free(kiln_model_allocator(m), m->owned_copy);
+  kiln_allocator a = m->allocator;
+  int has = m->has_allocator;
+  kiln_free(has ? &a : NULL, m);
+  return KILN_OK;
+}
+
+kiln_status kiln_model_input_count(const kiln_model* m, size_t* out_count) {
+  if (!m || !out_count) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_input_count: NULL argument");
+  *out_count = m->num_inputs;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_output_count(const kiln_model* m, size_t* out_count) {
+  if (!m || !out_count) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_output_count: NULL argument");
+  *out_count = m->num_outputs;
+  return KILN_OK;
+}
+
+static kiln_status info(const kiln_tensor_desc* t, uint32_t n, size_t index, kiln_tensor_info* out, const char* what) {
+  if (!out) return kiln_error(KILN_INVALID_ARGUMENT, "%s: out_info is NULL", what);
+  if (out->struct_size < sizeof(kiln_tensor_info))
+    return kiln_error(KILN_INVALID_ARGUMENT, "%s: out_info->struct_size is %zu, expected at least %zu", what, out->struct_size,
+                      sizeof(kiln_tensor_info));
+  if (index >= n) return kiln_error(KILN_INVALID_ARGUMENT, "%s: index %zu out of range (the model has %u)", what, index, n);
+  out->name = t[index].name;
+  out->dtype = (kiln_dtype)t[index].dtype;
+  out->rank = t[index].rank;
+  out->shape = t[index].shape;
+  out->size_bytes = (size_t)t[index].size_bytes;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_input_info(const kiln_model* m, size_t index, kiln_tensor_info* out_info) {
+  if (!m) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_input_info: model is NULL");
+  return info(m->inputs, m->num_inputs, index, out_info, "kiln_model_input_info");
+}
+
+kiln_status kiln_model_output_info(const kiln_model* m, size_t index, kiln_tensor_info* out_info) {
+  if (!m) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_output_info: model is NULL");
+  return info(m->outputs, m->num_outputs, index, out_info, "kiln_model_output_info");
+}
+
+static kiln_status find(const kiln_tensor_desc* t, uint32_t n, const char* name, size_t* out, const char* what) {
+  if (!name || !out) return kiln_error(KILN_INVALID_ARGUMENT, "%s: NULL argument", what);
+  for (uint32_t i = 0; i < n; ++i)
+    if (!strcmp(t[i].name, name)) {
+      *out = i;
+      return KILN_OK;
+    }
+  return kiln_error(KILN_NOT_FOUND, "%s: no tensor named '%s'", what, name);
+}
+
+kiln_status kiln_model_find_input(const kiln_model* m, const char* name, size_t* out_index) {
+  if (!m) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_find_input: model is NULL");
+  return find(m->inputs, m->num_inputs, name, out_index, "kiln_model_find_input");
+}
+
+kiln_status kiln_model_find_output(const kiln_model* m, const char* name, size_t* out_index) {
+  if (!m) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_find_output: model is NULL");
+  return find(m->outputs, m->num_outputs, name, out_index, "kiln_model_find_output");
+}
+
+kiln_status kiln_model_arena_requirements(const kiln_model* m, size_t* out_size, size_t* out_alignment) {
+  if (!m || !out_size || !out_alignment) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_arena_requirements: NULL argument");
+  *out_size = (size_t)m->arena_size;
+  *out_alignment = m->arena_alignment;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_kernel_count(const kiln_model* m, size_t* out_count) {
+  if (!m || !out_count) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_count: NULL argument");
+  *out_count = m->num_kernels;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_kernel_name(const kiln_model* m, size_t index, const char** out_name) {
+  if (!m || !out_name) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_name: NULL argument");
+  if (index >= m->num_kernels) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_name: index %zu out of range", index);
+  *out_name = m->kernel_names[index];
+  return KILN_OK;
+}

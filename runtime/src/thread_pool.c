@@ -1,0 +1,155 @@
+/* A persistent pool of worker threads. kiln_pool_run hands out n work items (an atomic counter
+ * that carries the job's generation, so a late worker can never take an item of a newer job),
+ * the caller works too, and returns when all are done. Idle workers spin briefly, then sleep on
+ * a condition variable; waking them is the only system call a run makes. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "internal.h"
+
+#if !defined(KILN_RT_NO_THREADS)
+#include <pthread.h>
+#include <sched.h>
+
+#define KILN_SPINS 4000
+
+struct kiln_pool {
+  size_t nworkers;
+  pthread_t* threads;
+  pthread_mutex_t mu;
+  pthread_cond_t wake;
+  kiln_work_fn fn;
+  void* ctx;
+  _Atomic uint64_t limit; /* generation << 32 | item count */
+  _Atomic uint64_t next; /* generation << 32 | next item */
+  _Atomic uint32_t done;
+  _Atomic uint32_t job;  /* generation of the current job */
+  _Atomic int stop;
+  _Atomic int sleepers;
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+/* Takes and runs items of job |gen| until none are left. */
+static void work(kiln_pool* p, uint32_t gen) {
+  for (;;) {
+    uint64_t v = atomic_load_explicit(&p->next, memory_order_acquire);
+    uint64_t lim = atomic_load_explicit(&p->limit, memory_order_acquire);
+    /* Both words must belong to this job: a late worker of an older one stops here. */
+    if ((uint32_t)(v >> 32) != gen || (uint32_t)(lim >> 32) != gen || (uint32_t)v >= (uint32_t)lim) return;
+    if (!atomic_compare_exchange_weak_explicit(&p->next, &v, v + 1, memory_order_acq_rel, memory_order_relaxed)) continue;
+    p->fn(p->ctx, (uint32_t)v);
+    atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+  }
+}
+
+static void* worker(void* arg) {
+  kiln_pool* p = arg;
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t gen = atomic_load_explicit(&p->job, memory_order_acquire);
+    for (int i = 0; gen == seen && i < KILN_SPINS && !atomic_load(&p->stop); ++i) {
+      cpu_relax();
+      gen = atomic_load_explicit(&p->job, memory_order_acquire);
+    }
+    if (gen == seen) {
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);
+      while ((gen = atomic_load_explicit(&p->job, memory_order_acquire)) == seen && !atomic_load(&p->stop))
+        pthread_cond_wait(&p->wake, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop)) return NULL;
+    seen = gen;
+    work(p, gen);
+  }
+}
+
+kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out) {
+  kiln_pool* p = kiln_alloc(a, sizeof *p, 64);
+  if (!p) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory creating the thread pool");
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  p->threads = kiln_alloc(a, num_workers * sizeof(pthread_t) + 1, 16);
+  if (!p->threads) {
+    kiln_pool_destroy(a, p);
+    return kiln_error(KILN_OUT_OF_MEMORY, "out of memory creating the thread pool");
+  }
+  for (size_t i = 0; i < num_workers; ++i) {
+    if (pthread_create(&p->threads[i], NULL, worker, p) != 0) {
+      kiln_pool_destroy(a, p);
+      return kiln_error(KILN_INTERNAL, "cannot start worker thread %zu", i);
+    }
+    p->nworkers = i + 1;
+  }
+  *out = p;
+  return KILN_OK;
+}
+
+void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->stop, 1);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (size_t i = 0; i < p->nworkers; ++i) pthread_join(p->threads[i], NULL);
+  pthread_cond_destroy(&p->wake);
+  pthread_mutex_destroy(&p->mu);
+  kiln_free(a, p->threads);
+  kiln_free(a, p);
+}
+
+void kiln_pool_run(kiln_pool* p, uint32_t n, kiln_work_fn fn, void* ctx) {
+  if (!p || p->nworkers == 0 || n <= 1) {
+    for (uint32_t i = 0; i < n; ++i) fn(ctx, i);
+    return;
+  }
+  uint32_t gen = atomic_load_explicit(&p->job, memory_order_relaxed) + 1;
+  if (gen == 0) gen = 1; /* 0 is the workers' initial "seen" */
+  p->fn = fn;
+  p->ctx = ctx;
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->limit, (uint64_t)gen << 32 | n, memory_order_release);
+  atomic_store_explicit(&p->next, (uint64_t)gen << 32, memory_order_release);
+  atomic_store_explicit(&p->job, gen, memory_order_release);
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  work(p, gen);
+  while (atomic_load_explicit(&p->done, memory_order_acquire) != n) cpu_relax();
+}
+
+#else /* KILN_RT_NO_THREADS: everything runs on the calling thread */
+
+struct kiln_pool {
+  int unused;
+};
+
+kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out) {
+  (void)a;
+  if (num_workers > 0) return kiln_error(KILN_UNSUPPORTED, "this runtime is built without threads (KILN_RT_NO_THREADS)");
+  *out = NULL;
+  return KILN_OK;
+}
+
+void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* p) {
+  (void)a;
+  (void)p;
+}
+
+void kiln_pool_run(kiln_pool* p, uint32_t n, kiln_work_fn fn, void* ctx) {
+  (void)p;
+  for (uint32_t i = 0; i < n; ++i) fn(ctx, i);
+}
+
+#endif

@@ -1,0 +1,221 @@
+/* kiln-run: runs a kiln package with the C runtime only (links libkiln_rt, nothing else).
+ *
+ *   kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N]
+ *            [--profile] [--info]
+ *
+ * Outputs are written as DIR/NAME.npy (characters outside [A-Za-z0-9._-] become '_').
+ * --repeat N runs N timed inferences after a warm-up and prints "latency_ms: min=X median=Y".
+ * Any error prints the runtime's message and exits with status 1 (2 for usage errors). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "kiln/kiln.h"
+#include "npy.h"
+
+#define MAX_INPUTS 256
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N] [--profile] "
+          "[--info]\n");
+}
+
+static int check(kiln_status s, const char* what) {
+  if (s == KILN_OK) return 0;
+  fprintf(stderr, "kiln-run: %s: %s: %s\n", what, kiln_status_name(s), kiln_last_error_message());
+  return 1;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static void print_info(const kiln_model* m) {
+  size_t n, arena, align, kernels;
+  kiln_model_arena_requirements(m, &arena, &align);
+  kiln_model_kernel_count(m, &kernels);
+  printf("arena: %zu bytes (alignment %zu), kernels: %zu\n", arena, align, kernels);
+  for (int out = 0; out < 2; ++out) {
+    (out ? kiln_model_output_count : kiln_model_input_count)(m, &n);
+    for (size_t i = 0; i < n; ++i) {
+      kiln_tensor_info t;
+      t.struct_size = sizeof t;
+      (out ? kiln_model_output_info : kiln_model_input_info)(m, i, &t);
+      printf("%s %zu: %s %s [", out ? "output" : "input", i, t.name, kiln_dtype_name(t.dtype));
+      for (size_t k = 0; k < t.rank; ++k) printf("%s%lld", k ? "," : "", (long long)t.shape[k]);
+      printf("] %zu bytes\n", t.size_bytes);
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  const char* package = NULL;
+  const char* out_dir = NULL;
+  const char* in_name[MAX_INPUTS];
+  const char* in_file[MAX_INPUTS];
+  int n_in = 0, threads = 1, repeat = 0, profile = 0, info = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* v = NULL;
+#define VALUE(flag)                                                        \
+  (strncmp(a, flag "=", strlen(flag) + 1) == 0 ? a + strlen(flag) + 1       \
+   : (strcmp(a, flag) == 0 && i + 1 < argc)    ? argv[++i]                  \
+                                               : NULL)
+    if (!strncmp(a, "--input", 7) && (v = VALUE("--input"))) {
+      const char* eq = strchr(v, '=');
+      if (!eq || eq == v || n_in >= MAX_INPUTS) {
+        fprintf(stderr, "kiln-run: --input wants NAME=FILE.npy, got '%s'\n", v);
+        return 2;
+      }
+      char* name = strndup(v, (size_t)(eq - v));
+      in_name[n_in] = name;
+      in_file[n_in++] = eq + 1;
+    } else if (!strncmp(a, "--output-dir", 12) && (v = VALUE("--output-dir"))) {
+      out_dir = v;
+    } else if (!strncmp(a, "--threads", 9) && (v = VALUE("--threads"))) {
+      threads = atoi(v);
+      if (threads < 1) {
+        fprintf(stderr, "kiln-run: --threads wants a positive number\n");
+        return 2;
+      }
+    } else if (!strncmp(a, "--repeat", 8) && (v = VALUE("--repeat"))) {
+      repeat = atoi(v);
+      if (repeat < 1) {
+        fprintf(stderr, "kiln-run: --repeat wants a positive number\n");
+        return 2;
+      }
+    } else if (!strcmp(a, "--profile")) {
+      profile = 1;
+    } else if (!strcmp(a, "--info")) {
+      info = 1;
+    } else if (a[0] == '-') {
+      fprintf(stderr, "kiln-run: unknown option '%s'\n", a);
+      usage();
+      return 2;
+    } else if (!package) {
+      package = a;
+    } else {
+      fprintf(stderr, "kiln-run: more than one package given\n");
+      return 2;
+    }
+  }
+  if (!package) {
+    usage();
+    return 2;
+  }
+  kiln_model* model = NULL;
+  double t0 = now_ms();
+  if (check(kiln_model_load_file(package, NULL, &model), "loading the package")) return 1;
+  double load_ms = now_ms() - t0;
+  if (info) {
+    printf("load_ms: %.3f\n", load_ms);
+    print_info(model);
+  }
+  kiln_session_options so;
+  kiln_session_options_init(&so);
+  so.num_threads = (size_t)threads;
+  so.profile = profile;
+  kiln_session* session = NULL;
+  int rc = 1;
+  npy_array arrays[MAX_INPUTS];
+  int n_arrays = 0;
+  if (check(kiln_session_create(model, &so, &session), "creating a session")) goto out;
+  size_t n_inputs;
+  kiln_model_input_count(model, &n_inputs);
+  for (int i = 0; i < n_in; ++i) {
+    size_t idx;
+    if (check(kiln_model_find_input(model, in_name[i], &idx), "--input")) goto out;
+    char err[512];
+    if (npy_read(in_file[i], &arrays[n_arrays], err, sizeof err)) {
+      fprintf(stderr, "kiln-run: --input %s: %s\n", in_name[i], err);
+      goto out;
+    }
+    npy_array* arr = &arrays[n_arrays++];
+    kiln_tensor_info t;
+    t.struct_size = sizeof t;
+    kiln_model_input_info(model, idx, &t);
+    int shape_ok = arr->rank == t.rank;
+    for (size_t k = 0; shape_ok && k < t.rank; ++k) shape_ok = arr->shape[k] == t.shape[k];
+    if (!shape_ok) {
+      fprintf(stderr, "kiln-run: --input %s: '%s' has a different shape than the model's input\n", in_name[i], in_file[i]);
+      goto out;
+    }
+    if (check(kiln_session_set_input(session, idx, arr->dtype, arr->data, arr->size_bytes), "--input")) goto out;
+  }
+  if (check(kiln_session_run(session), "running")) goto out;
+  if (repeat > 0) {
+    double* times = malloc((size_t)repeat * sizeof(double));
+    if (!times) goto out;
+    for (int r = 0; r < repeat; ++r) {
+      double s = now_ms();
+      if (check(kiln_session_run(session), "running")) {
+        free(times);
+        goto out;
+      }
+      times[r] = now_ms() - s;
+    }
+    qsort(times, (size_t)repeat, sizeof(double), cmp_double);
+    double median = repeat % 2 ? times[repeat / 2] : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
+    printf("latency_ms: min=%.4f median=%.4f\n", times[0], median);
+    free(times);
+  }
+  if (profile) {
+    size_t nl;
+    kiln_session_launch_count(session, &nl);
+    printf("%-6s %-10s %8s %12s\n", "launch", "kernel", "runs", "mean_ms");
+    for (size_t l = 0; l < nl; ++l) {
+      size_t k;
+      uint64_t runs;
+      double ms;
+      const char* name;
+      kiln_session_launch_profile(session, l, &k, &runs, &ms);
+      kiln_model_kernel_name(model, k, &name);
+      printf("%-6zu %-10s %8llu %12.4f\n", l, name, (unsigned long long)runs, runs ? ms / (double)runs : 0.0);
+    }
+  }
+  if (out_dir) {
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+      fprintf(stderr, "kiln-run: cannot create '%s'\n", out_dir);
+      goto out;
+    }
+    size_t n_out;
+    kiln_model_output_count(model, &n_out);
+    for (size_t o = 0; o < n_out; ++o) {
+      kiln_tensor_info t;
+      t.struct_size = sizeof t;
+      kiln_model_output_info(model, o, &t);
+      const void* data;
+      size_t size;
+      if (check(kiln_session_output(session, o, &data, &size), "reading an output")) goto out;
+      char file[1024];
+      int n = snprintf(file, sizeof file, "%s/", out_dir);
+      for (const char* c = t.name; *c && n < (int)sizeof file - 5; ++c)
+        file[n++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
+      snprintf(file + n, sizeof file - (size_t)n, ".npy");
+      char err[512];
+      if (npy_write(file, t.dtype, t.rank, t.shape, data, size, err, sizeof err)) {
+        fprintf(stderr, "kiln-run: %s\n", err);
+        goto out;
+      }
+    }
+  }
+  rc = 0;
+out:
+  for (int i = 0; i < n_arrays; ++i) npy_free(&arrays[i]);
+  for (int i = 0; i < n_in; ++i) free((void*)in_name[i]);
+  kiln_session_release(session);
+  kiln_model_release(model);
+  return rc;
+}
