@@ -29,7 +29,8 @@ std::string json_str(const flatbuffers::String* s) {
 std::string shape_of(const flatbuffers::Vector<int64_t>* s) {
   std::string r = "[";
   if (s)
-    for (size_t i = 0; i < s->size(); ++i) r += (i ? "," : "") + std::to_string(s->Get(static_cast<flatbuffers::uoffset_t>(i)));
+    for (size_t i = 0; i < s->size(); ++i)
+      r += (i ? "," : "") + std::to_string(s->Get(static_cast<flatbuffers::uoffset_t>(i)));
   return r + "]";
 }
 
@@ -37,7 +38,8 @@ std::string shape_of(const flatbuffers::Vector<int64_t>* s) {
 
 std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 10000000);
-  if (bytes.size() < 8 || !fb::PackageBufferHasIdentifier(bytes.data()) || !fb::VerifyPackageBuffer(v))
+  if (bytes.size() < 8 || !fb::PackageBufferHasIdentifier(bytes.data()) ||
+      !fb::VerifyPackageBuffer(v))
     throw Error("not a valid kiln package (FlatBuffers verification failed)");
   const fb::Package* p = fb::GetPackage(bytes.data());
   uint32_t crc = package_metadata_crc(bytes.data(), bytes.size());
@@ -52,10 +54,12 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
     bool first = true;
     for (const fb::TensorInfo* t : *ts) {
       if (json) {
-        r += std::string(first ? "" : ", ") + "{\"name\": " + json_str(t->name()) + ", \"dtype\": \"" +
-             fb::EnumNameDType(t->dtype()) + "\", \"shape\": " + shape_of(t->shape()) + "}";
+        r += std::string(first ? "" : ", ") + "{\"name\": " + json_str(t->name()) +
+             ", \"dtype\": \"" + fb::EnumNameDType(t->dtype()) +
+             "\", \"shape\": " + shape_of(t->shape()) + "}";
       } else {
-        r += "  " + (t->name() ? t->name()->str() : std::string("?")) + ": " + fb::EnumNameDType(t->dtype()) + " " + shape_of(t->shape()) + "\n";
+        r += "  " + (t->name() ? t->name()->str() : std::string("?")) + ": " +
+             fb::EnumNameDType(t->dtype()) + " " + shape_of(t->shape()) + "\n";
       }
       first = false;
     }
@@ -66,37 +70,48 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   std::string feats = json ? "[" : "";
   if (tgt && tgt->required_features())
     for (size_t i = 0; i < tgt->required_features()->size(); ++i)
-      feats += (i ? (json ? ", " : " ") : "") + (json ? json_str(tgt->required_features()->Get(static_cast<flatbuffers::uoffset_t>(i)))
-                                                      : tgt->required_features()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
+      feats +=
+          (i ? (json ? ", " : " ") : "") +
+          (json ? json_str(tgt->required_features()->Get(static_cast<flatbuffers::uoffset_t>(i)))
+                : tgt->required_features()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
   if (json) feats += "]";
   size_t kernels = p->kernels() ? p->kernels()->size() : 0;
   size_t groups = p->groups() ? p->groups()->size() : 0;
-  size_t code = p->code() ? p->code()->size() : 0, consts = p->constants() ? p->constants()->size() : 0;
+  size_t code = p->code() ? p->code()->size() : 0,
+         consts = p->constants() ? p->constants()->size() : 0;
   if (json) {
-    os << "{\"format\": \"" << (prov ? prov->format_major() : 0) << "." << (prov ? prov->format_minor() : 0) << "\", \"producer\": "
-       << json_str(prov ? prov->producer() : nullptr) << ", \"model_sha256\": " << json_str(prov ? prov->model_sha256() : nullptr)
-       << ", \"target\": " << json_str(tgt ? tgt->triple() : nullptr) << ", \"cpu\": " << json_str(tgt ? tgt->cpu() : nullptr)
-       << ", \"required_features\": " << feats << ", \"inputs\": " << tensors(p->inputs()) << ", \"outputs\": " << tensors(p->outputs())
-       << ", \"kernels\": " << kernels << ", \"launches\": " << launches << ", \"groups\": " << groups
-       << ", \"arena_bytes\": " << p->arena_size() << ", \"arena_lower_bound_bytes\": " << p->arena_lower_bound()
-       << ", \"constant_bytes\": " << consts << ", \"code_bytes\": " << code << ", \"file_bytes\": " << bytes.size()
+    os << "{\"format\": \"" << (prov ? prov->format_major() : 0) << "."
+       << (prov ? prov->format_minor() : 0)
+       << "\", \"producer\": " << json_str(prov ? prov->producer() : nullptr)
+       << ", \"model_sha256\": " << json_str(prov ? prov->model_sha256() : nullptr)
+       << ", \"target\": " << json_str(tgt ? tgt->triple() : nullptr)
+       << ", \"cpu\": " << json_str(tgt ? tgt->cpu() : nullptr)
+       << ", \"required_features\": " << feats << ", \"inputs\": " << tensors(p->inputs())
+       << ", \"outputs\": " << tensors(p->outputs()) << ", \"kernels\": " << kernels
+       << ", \"launches\": " << launches << ", \"groups\": " << groups
+       << ", \"arena_bytes\": " << p->arena_size()
+       << ", \"arena_lower_bound_bytes\": " << p->arena_lower_bound()
+       << ", \"constant_bytes\": " << consts << ", \"code_bytes\": " << code
+       << ", \"file_bytes\": " << bytes.size()
        << ", \"metadata_checksum_ok\": " << (crc_ok ? "true" : "false") << "}";
     return os.str();
   }
-  os << "format " << (prov ? prov->format_major() : 0) << "." << (prov ? prov->format_minor() : 0) << ", produced by "
-     << (prov && prov->producer() ? prov->producer()->str() : "?") << "\n";
+  os << "format " << (prov ? prov->format_major() : 0) << "." << (prov ? prov->format_minor() : 0)
+     << ", produced by " << (prov && prov->producer() ? prov->producer()->str() : "?") << "\n";
   if (prov && prov->model_sha256()) os << "model sha256: " << prov->model_sha256()->str() << "\n";
   if (prov && prov->flags()) {
     os << "flags:";
     for (const flatbuffers::String* f : *prov->flags()) os << " " << f->str();
     os << "\n";
   }
-  os << "target: " << (tgt && tgt->triple() ? tgt->triple()->str() : "?") << " cpu " << (tgt && tgt->cpu() ? tgt->cpu()->str() : "?") << "\n";
+  os << "target: " << (tgt && tgt->triple() ? tgt->triple()->str() : "?") << " cpu "
+     << (tgt && tgt->cpu() ? tgt->cpu()->str() : "?") << "\n";
   os << "required CPU features: " << feats << "\n";
   os << "inputs:\n" << tensors(p->inputs()) << "outputs:\n" << tensors(p->outputs());
   os << "kernels: " << kernels << ", launches: " << launches << ", groups: " << groups << "\n";
   os << "arena: " << p->arena_size() << " bytes (lower bound " << p->arena_lower_bound() << ")\n";
-  os << "constants: " << consts << " bytes, code: " << code << " bytes, file: " << bytes.size() << " bytes\n";
+  os << "constants: " << consts << " bytes, code: " << code << " bytes, file: " << bytes.size()
+     << " bytes\n";
   os << "metadata checksum: " << (crc_ok ? "ok" : "MISMATCH") << "\n";
   return os.str();
 }

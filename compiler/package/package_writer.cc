@@ -15,36 +15,54 @@ namespace {
 
 fb::DType to_fb(DType d) {
   switch (d.scalar) {
-    case ScalarKind::Bool: return fb::DType::Bool;
-    case ScalarKind::Int8: return fb::DType::Int8;
-    case ScalarKind::Int16: return fb::DType::Int16;
-    case ScalarKind::Int32: return fb::DType::Int32;
-    case ScalarKind::Int64: return fb::DType::Int64;
-    case ScalarKind::UInt8: return fb::DType::UInt8;
-    case ScalarKind::UInt16: return fb::DType::UInt16;
-    case ScalarKind::UInt32: return fb::DType::UInt32;
-    case ScalarKind::UInt64: return fb::DType::UInt64;
-    case ScalarKind::Float16: return fb::DType::Float16;
-    case ScalarKind::BFloat16: return fb::DType::BFloat16;
-    case ScalarKind::Float32: return fb::DType::Float32;
-    case ScalarKind::Float64: return fb::DType::Float64;
-    default: break;
+    case ScalarKind::Bool:
+      return fb::DType::Bool;
+    case ScalarKind::Int8:
+      return fb::DType::Int8;
+    case ScalarKind::Int16:
+      return fb::DType::Int16;
+    case ScalarKind::Int32:
+      return fb::DType::Int32;
+    case ScalarKind::Int64:
+      return fb::DType::Int64;
+    case ScalarKind::UInt8:
+      return fb::DType::UInt8;
+    case ScalarKind::UInt16:
+      return fb::DType::UInt16;
+    case ScalarKind::UInt32:
+      return fb::DType::UInt32;
+    case ScalarKind::UInt64:
+      return fb::DType::UInt64;
+    case ScalarKind::Float16:
+      return fb::DType::Float16;
+    case ScalarKind::BFloat16:
+      return fb::DType::BFloat16;
+    case ScalarKind::Float32:
+      return fb::DType::Float32;
+    case ScalarKind::Float64:
+      return fb::DType::Float64;
+    default:
+      break;
   }
   throw Error("the package format has no dtype " + d.str());
 }
 
-int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+int64_t align_up(int64_t v, int64_t a) {
+  return (v + a - 1) / a * a;
+}
 
 // CPU features the runtime detects (runtime/src/cpu_features.c keeps the same list).
 const std::set<std::string>& checkable_x86() {
-  static const std::set<std::string> s = {"sse3",     "ssse3",    "sse4.1",   "sse4.2",   "popcnt",     "avx",
-                                          "avx2",     "fma",      "f16c",     "bmi",      "bmi2",       "lzcnt",
-                                          "movbe",    "avx512f",  "avx512cd", "avx512bw", "avx512dq",   "avx512vl",
-                                          "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni"};
+  static const std::set<std::string> s = {
+      "sse3",       "ssse3",      "sse4.1",     "sse4.2",   "popcnt",   "avx",
+      "avx2",       "fma",        "f16c",       "bmi",      "bmi2",     "lzcnt",
+      "movbe",      "avx512f",    "avx512cd",   "avx512bw", "avx512dq", "avx512vl",
+      "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni"};
   return s;
 }
 const std::set<std::string>& checkable_aarch64() {
-  static const std::set<std::string> s = {"neon", "fullfp16", "dotprod", "sve", "lse", "rdm", "rcpc", "i8mm", "bf16", "crc"};
+  static const std::set<std::string> s = {"neon", "fullfp16", "dotprod", "sve",  "lse",
+                                          "rdm",  "rcpc",     "i8mm",    "bf16", "crc"};
   return s;
 }
 
@@ -63,8 +81,10 @@ uint32_t package_metadata_crc(const uint8_t* buf, size_t size) {
   // Regions skipped: the two payloads, and the checksum field (read as zero).
   std::vector<std::pair<size_t, size_t>> skip;
   if (p->code()) skip.push_back({static_cast<size_t>(p->code()->data() - buf), p->code()->size()});
-  if (p->constants()) skip.push_back({static_cast<size_t>(p->constants()->data() - buf), p->constants()->size()});
-  const uint8_t* field = reinterpret_cast<const flatbuffers::Table*>(p)->GetAddressOf(fb::Package::VT_METADATA_CRC32C);
+  if (p->constants())
+    skip.push_back({static_cast<size_t>(p->constants()->data() - buf), p->constants()->size()});
+  const uint8_t* field =
+      reinterpret_cast<const flatbuffers::Table*>(p)->GetAddressOf(fb::Package::VT_METADATA_CRC32C);
   if (field) skip.push_back({static_cast<size_t>(field - buf), 4});
   std::sort(skip.begin(), skip.end());
   uint32_t crc = 0;
@@ -78,8 +98,8 @@ uint32_t package_metadata_crc(const uint8_t* buf, size_t size) {
   return crc32c(crc, buf + pos, size - pos);
 }
 
-std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code, const Target& t,
-                                   const PackageProvenance& prov) {
+std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code,
+                                   const Target& t, const PackageProvenance& prov) {
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   fbb.ForceDefaults(true);  // every scalar present, so that the checksum field can be patched
 
@@ -99,8 +119,10 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
   std::map<int, const MemorySlot*> arena;
   for (const MemorySlot& s : plan.memory.slots) arena[s.buffer] = &s;
   std::map<int, uint32_t> input_index, output_index;
-  for (size_t i = 0; i < plan.inputs.size(); ++i) input_index[plan.inputs[i]] = static_cast<uint32_t>(i);
-  for (size_t i = 0; i < plan.outputs.size(); ++i) output_index[plan.outputs[i]] = static_cast<uint32_t>(i);
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    input_index[plan.inputs[i]] = static_cast<uint32_t>(i);
+  for (size_t i = 0; i < plan.outputs.size(); ++i)
+    output_index[plan.outputs[i]] = static_cast<uint32_t>(i);
   std::vector<flatbuffers::Offset<fb::Slot>> slots;
   for (const PlanBuffer& b : plan.buffers) {
     fb::SlotKind kind = fb::SlotKind::Arena;
@@ -127,15 +149,16 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
         index = output_index.at(b.id);
         break;
     }
-    slots.push_back(fb::CreateSlot(fbb, kind, index, offset, static_cast<uint64_t>(b.bytes()), first, last, to_fb(b.dtype),
-                                   static_cast<uint64_t>(b.numel())));
+    slots.push_back(fb::CreateSlot(fbb, kind, index, offset, static_cast<uint64_t>(b.bytes()),
+                                   first, last, to_fb(b.dtype), static_cast<uint64_t>(b.numel())));
   }
 
   auto tensor_infos = [&](const std::vector<int>& ids) {
     std::vector<flatbuffers::Offset<fb::TensorInfo>> v;
     for (int id : ids) {
       const PlanBuffer& b = plan.buffer(id);
-      v.push_back(fb::CreateTensorInfoDirect(fbb, b.name.c_str(), to_fb(b.dtype), &b.shape, static_cast<uint32_t>(id)));
+      v.push_back(fb::CreateTensorInfoDirect(fbb, b.name.c_str(), to_fb(b.dtype), &b.shape,
+                                             static_cast<uint32_t>(id)));
     }
     return v;
   };
@@ -147,9 +170,10 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
     const LoweredKernel& k = code.kernels[i];
     std::vector<uint8_t> dts;
     for (DType d : k.codegen.arg_dtypes) dts.push_back(static_cast<uint8_t>(to_fb(d)));
-    kernels.push_back(fb::CreateKernel(fbb, fbb.CreateString(k.name), static_cast<uint32_t>(i),
-                                       static_cast<uint32_t>(k.codegen.arg_dtypes.size()),
-                                       fbb.CreateVector(reinterpret_cast<const fb::DType*>(dts.data()), dts.size())));
+    kernels.push_back(fb::CreateKernel(
+        fbb, fbb.CreateString(k.name), static_cast<uint32_t>(i),
+        static_cast<uint32_t>(k.codegen.arg_dtypes.size()),
+        fbb.CreateVector(reinterpret_cast<const fb::DType*>(dts.data()), dts.size())));
   }
 
   std::vector<flatbuffers::Offset<fb::Group>> groups;
@@ -158,35 +182,42 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
     for (int li : grp) {
       const Launch& l = plan.launches[static_cast<size_t>(li)];
       std::vector<uint32_t> args(l.args.begin(), l.args.end());
-      uint32_t ntasks = static_cast<uint32_t>(code.kernels[static_cast<size_t>(l.program)].optimized.ntasks);
-      launches.push_back(fb::CreateLaunchDirect(fbb, static_cast<uint32_t>(l.program), &args, ntasks));
+      uint32_t ntasks =
+          static_cast<uint32_t>(code.kernels[static_cast<size_t>(l.program)].optimized.ntasks);
+      launches.push_back(
+          fb::CreateLaunchDirect(fbb, static_cast<uint32_t>(l.program), &args, ntasks));
     }
     groups.push_back(fb::CreateGroupDirect(fbb, &launches));
   }
 
   std::vector<flatbuffers::Offset<flatbuffers::String>> flags;
   for (const auto& f : prov.flags) flags.push_back(fbb.CreateString(f));
-  auto provenance = fb::CreateProvenance(fbb, kPackageFormatMajor, kPackageFormatMinor, fbb.CreateString(kProducer),
-                                         fbb.CreateVector(flags), fbb.CreateString(prov.model_sha256));
+  auto provenance = fb::CreateProvenance(fbb, kPackageFormatMajor, kPackageFormatMinor,
+                                         fbb.CreateString(kProducer), fbb.CreateVector(flags),
+                                         fbb.CreateString(prov.model_sha256));
   std::vector<std::string> feats = checkable_features(t);
   std::vector<flatbuffers::Offset<flatbuffers::String>> feat_offsets;
   for (const auto& f : feats) feat_offsets.push_back(fbb.CreateString(f));
-  auto target = fb::CreateTarget(fbb, fbb.CreateString(t.triple()), fbb.CreateString(t.cpu()), fbb.CreateVector(feat_offsets));
+  auto target = fb::CreateTarget(fbb, fbb.CreateString(t.triple()), fbb.CreateString(t.cpu()),
+                                 fbb.CreateVector(feat_offsets));
 
   fbb.ForceVectorAlignment(code.shared_object.size(), 1, 64);
   auto code_vec = fbb.CreateVector(code.shared_object);
   fbb.ForceVectorAlignment(constants.size(), 1, 64);
   auto const_vec = fbb.CreateVector(constants);
   std::vector<flatbuffers::Offset<fb::Section>> sections = {
-      fb::CreateSectionDirect(fbb, "code", crc32c(0, code.shared_object.data(), code.shared_object.size()),
+      fb::CreateSectionDirect(fbb, "code",
+                              crc32c(0, code.shared_object.data(), code.shared_object.size()),
                               code.shared_object.size()),
-      fb::CreateSectionDirect(fbb, "constants", crc32c(0, constants.data(), constants.size()), constants.size())};
+      fb::CreateSectionDirect(fbb, "constants", crc32c(0, constants.data(), constants.size()),
+                              constants.size())};
 
-  auto pkg = fb::CreatePackage(fbb, provenance, target, fbb.CreateVector(inputs), fbb.CreateVector(outputs),
-                               fbb.CreateVector(kernels), code_vec, const_vec, fbb.CreateVector(slots),
-                               static_cast<uint64_t>(plan.memory.arena_bytes), static_cast<uint32_t>(plan.memory.alignment),
-                               static_cast<uint64_t>(plan.memory.lower_bound_bytes), fbb.CreateVector(groups),
-                               fbb.CreateVector(sections), 0);
+  auto pkg = fb::CreatePackage(
+      fbb, provenance, target, fbb.CreateVector(inputs), fbb.CreateVector(outputs),
+      fbb.CreateVector(kernels), code_vec, const_vec, fbb.CreateVector(slots),
+      static_cast<uint64_t>(plan.memory.arena_bytes), static_cast<uint32_t>(plan.memory.alignment),
+      static_cast<uint64_t>(plan.memory.lower_bound_bytes), fbb.CreateVector(groups),
+      fbb.CreateVector(sections), 0);
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   uint32_t crc = package_metadata_crc(out.data(), out.size());

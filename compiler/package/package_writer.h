@@ -24,8 +24,8 @@ struct PackageProvenance {
   std::string model_sha256;
 };
 
-std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code, const Target& t,
-                                   const PackageProvenance& prov);
+std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code,
+                                   const Target& t, const PackageProvenance& prov);
 
 // The CPU features a package records as required: the target's features that the runtime can
 // check (docs/package-format.md lists them). Code is generated with exactly these enabled.

@@ -133,8 +133,29 @@ class Lowerer {
     const UOp* store =
         ctx_.make(Op::STORE, dtypes::void_, {ctx_.make(Op::INDEX, g->dtype, {g, out_idx}), value});
     const UOp* ast = graph_rewrite(ctx_.make(Op::SINK, dtypes::void_, {store}), pm_symbolic());
+    ast = drop_unused_args(ast);
     verify(ast, IrStage::Kernel);
     res_.kernels.push_back({ast, args_, describe_node(root)});
+  }
+
+  // Simplification can remove every load of an argument (a gate that is never true, a product
+  // with zero): renumber the remaining arguments densely and drop the unused ones.
+  const UOp* drop_unused_args(const UOp* ast) {
+    std::vector<const UOp*> used(args_.size(), nullptr);
+    for (const UOp* u : ast->toposort())
+      if (u->op == Op::DEFINE_GLOBAL) used[static_cast<size_t>(u->iarg())] = u;
+    std::unordered_map<const UOp*, const UOp*> remap;
+    std::vector<int> kept;
+    for (size_t i = 0; i < used.size(); ++i) {
+      if (!used[i]) continue;
+      int64_t j = static_cast<int64_t>(kept.size());
+      if (j != static_cast<int64_t>(i))
+        remap[used[i]] = ctx_.make(Op::DEFINE_GLOBAL, used[i]->dtype, {}, j);
+      kept.push_back(args_[i]);
+    }
+    if (kept.size() == args_.size()) return ast;
+    args_ = kept;
+    return substitute(ast, remap);
   }
 
   int arg_for(int buffer) {

@@ -30,7 +30,8 @@ static inline uint32_t fbr_u32(fbr* r, uint64_t pos) {
   return v;
 }
 static inline uint16_t fbr_u16(fbr* r, uint64_t pos) {
-  if (pos + 2 < pos || pos + 2 > r->size) return (uint16_t)fbr_fail(r, "a 16-bit field out of bounds", pos);
+  if (pos + 2 < pos || pos + 2 > r->size)
+    return (uint16_t)fbr_fail(r, "a 16-bit field out of bounds", pos);
   uint16_t v;
   memcpy(&v, r->buf + pos, 2);
   return v;
@@ -53,7 +54,8 @@ static inline uint64_t fbr_field(fbr* r, uint64_t table, int index) {
   int64_t vt = (int64_t)table - (int64_t)soff;
   if (vt < 0 || (uint64_t)vt + 4 > r->size) return fbr_fail(r, "a vtable out of bounds", table);
   uint16_t vt_size = fbr_u16(r, (uint64_t)vt), obj_size = fbr_u16(r, (uint64_t)vt + 2);
-  if (vt_size < 4 || (vt_size & 1) || (uint64_t)vt + vt_size > r->size) return fbr_fail(r, "a malformed vtable", (uint64_t)vt);
+  if (vt_size < 4 || (vt_size & 1) || (uint64_t)vt + vt_size > r->size)
+    return fbr_fail(r, "a malformed vtable", (uint64_t)vt);
   if (table + obj_size > r->size) return fbr_fail(r, "a table out of bounds", table);
   uint64_t slot = 4 + 2 * (uint64_t)index;
   if (slot + 2 > vt_size) return 0;
@@ -78,7 +80,8 @@ static inline uint32_t fbr_vector(fbr* r, uint64_t pos, uint64_t elem_size, uint
   if (!pos) return 0;
   uint32_t n = fbr_u32(r, pos);
   uint64_t bytes = (uint64_t)n * elem_size;
-  if (pos + 4 + bytes < pos || pos + 4 + bytes > r->size) return fbr_fail(r, "a vector out of bounds", pos);
+  if (pos + 4 + bytes < pos || pos + 4 + bytes > r->size)
+    return fbr_fail(r, "a vector out of bounds", pos);
   *out_data = pos + 4;
   return n;
 }
@@ -97,6 +100,8 @@ static inline const char* fbr_string(fbr* r, uint64_t pos) {
 }
 
 /* Element |i| of a vector of tables starting at |data|. */
-static inline uint64_t fbr_table_at(fbr* r, uint64_t data, uint32_t i) { return fbr_ref(r, data + 4 * (uint64_t)i); }
+static inline uint64_t fbr_table_at(fbr* r, uint64_t data, uint32_t i) {
+  return fbr_ref(r, data + 4 * (uint64_t)i);
+}
 
 #endif /* KILN_RT_FB_READER_H_ */

@@ -9,10 +9,11 @@
 #include "kiln/kiln.h"
 
 /* Sets the thread's last error message and returns |status|. */
-kiln_status kiln_error(kiln_status status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-#define KILN_RETURN_IF_ERROR(expr)       \
-  do {                                   \
-    kiln_status kiln_s_ = (expr);        \
+kiln_status kiln_error(kiln_status status, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+#define KILN_RETURN_IF_ERROR(expr)          \
+  do {                                      \
+    kiln_status kiln_s_ = (expr);           \
     if (kiln_s_ != KILN_OK) return kiln_s_; \
   } while (0)
 
@@ -21,8 +22,12 @@ void* kiln_alloc(const kiln_allocator* a, size_t size, size_t alignment);
 void kiln_free(const kiln_allocator* a, void* p);
 
 /* Overflow-checked arithmetic on sizes (nonzero on overflow). */
-static inline int kiln_add_overflow(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
-static inline int kiln_mul_overflow(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
+static inline int kiln_add_overflow(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_add_overflow(a, b, out);
+}
+static inline int kiln_mul_overflow(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
 
 uint32_t kiln_crc32c(uint32_t crc, const void* data, size_t len);
 
@@ -61,11 +66,12 @@ typedef struct kiln_tensor_desc {
   uint32_t slot;
 } kiln_tensor_desc;
 
-typedef void (*kiln_kernel_fn)(void* const* args, const int64_t* vars, uint32_t task, uint32_t ntasks);
+typedef void (*kiln_kernel_fn)(void* const* args, const int64_t* vars, uint32_t task,
+                               uint32_t ntasks);
 
 /* Kernels loaded from an ELF shared object by kiln's loader. */
 typedef struct kiln_code {
-  uint8_t* base;   /* the mapped image */
+  uint8_t* base; /* the mapped image */
   size_t size;
   const kiln_kernel_fn* entries;
   uint32_t num_entries;
@@ -77,8 +83,8 @@ struct kiln_model {
   /* the package bytes: a file mapping, a private copy, or caller memory */
   const uint8_t* buf;
   size_t size;
-  void* mapping;      /* munmap on release (file), or NULL */
-  void* owned_copy;   /* kiln_free on release, or NULL */
+  void* mapping;    /* munmap on release (file), or NULL */
+  void* owned_copy; /* kiln_free on release, or NULL */
   /* verified contents */
   uint32_t num_inputs, num_outputs, num_slots, num_kernels, num_launches, num_groups;
   kiln_tensor_desc* inputs;

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,9 +20,9 @@
 #include "compiler/jit/jit.h"
 #include "compiler/package/package_reader.h"
 #include "compiler/package/package_writer.h"
-#include "compiler/support/sha256.h"
 #include "compiler/support/error.h"
 #include "compiler/support/npy.h"
+#include "compiler/support/sha256.h"
 #include "compiler/tensor/tensor.h"
 
 namespace {
@@ -138,7 +138,8 @@ Args parse_args(int argc, char** argv) {
       a.emit = value("--emit");
       if (a.emit != "package" && a.emit != "llvm-ir" && a.emit != "asm" && a.emit != "object" &&
           a.emit != "shared-object")
-        throw UsageError("--emit wants package, llvm-ir, asm, object or shared-object, got '" + a.emit + "'");
+        throw UsageError("--emit wants package, llvm-ir, asm, object or shared-object, got '" +
+                         a.emit + "'");
     } else if (is("--input")) {
       a.inputs.push_back(name_value(value("--input"), "--input"));
     } else if (is("--output-dir")) {
@@ -187,13 +188,16 @@ void write_file(const std::string& path, const void* data, size_t size) {
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw kiln::Error("cannot open '" + path + "'");
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
 }
 
 // The flags that decide the compiled output, as recorded in the package's provenance.
 std::vector<std::string> output_flags(const Args& a, const kiln::Target& t) {
-  std::vector<std::string> f = {"--target=" + t.triple(), "--cpu=" + t.cpu(), "--opt-level=" + std::to_string(a.opt_level)};
-  for (const auto& [name, shape] : a.model_opts.shapes) f.push_back("--shape=" + name + "=" + kiln::shape_str(shape));
+  std::vector<std::string> f = {"--target=" + t.triple(), "--cpu=" + t.cpu(),
+                                "--opt-level=" + std::to_string(a.opt_level)};
+  for (const auto& [name, shape] : a.model_opts.shapes)
+    f.push_back("--shape=" + name + "=" + kiln::shape_str(shape));
   return f;
 }
 

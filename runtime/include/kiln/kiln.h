@@ -44,15 +44,15 @@ extern "C" {
 
 typedef enum kiln_status {
   KILN_OK = 0,
-  KILN_INVALID_ARGUMENT = 1,     /* a NULL pointer, an index out of range, a size/dtype mismatch */
-  KILN_NOT_FOUND = 2,            /* no such file, input or output */
-  KILN_INVALID_PACKAGE = 3,      /* the package failed a structural or semantic check */
-  KILN_CHECKSUM_MISMATCH = 4,    /* a section's bytes differ from their recorded checksum */
-  KILN_UNSUPPORTED = 5,          /* a format version or target this runtime does not run */
-  KILN_MISSING_CPU_FEATURE = 6,  /* the package needs CPU features this machine lacks */
+  KILN_INVALID_ARGUMENT = 1,    /* a NULL pointer, an index out of range, a size/dtype mismatch */
+  KILN_NOT_FOUND = 2,           /* no such file, input or output */
+  KILN_INVALID_PACKAGE = 3,     /* the package failed a structural or semantic check */
+  KILN_CHECKSUM_MISMATCH = 4,   /* a section's bytes differ from their recorded checksum */
+  KILN_UNSUPPORTED = 5,         /* a format version or target this runtime does not run */
+  KILN_MISSING_CPU_FEATURE = 6, /* the package needs CPU features this machine lacks */
   KILN_OUT_OF_MEMORY = 7,
   KILN_IO_ERROR = 8,
-  KILN_FAILED_PRECONDITION = 9,  /* the call is valid but not now (e.g. output before a run) */
+  KILN_FAILED_PRECONDITION = 9, /* the call is valid but not now (e.g. output before a run) */
   KILN_INTERNAL = 10
 } kiln_status;
 
@@ -101,9 +101,9 @@ typedef struct kiln_allocator {
 typedef struct kiln_model kiln_model;
 
 typedef struct kiln_model_options {
-  size_t struct_size;               /* sizeof(kiln_model_options) */
-  const kiln_allocator* allocator;  /* NULL: the C library's allocator */
-  int skip_checksums;               /* nonzero: do not verify CRCs (every other check still runs) */
+  size_t struct_size;              /* sizeof(kiln_model_options) */
+  const kiln_allocator* allocator; /* NULL: the C library's allocator */
+  int skip_checksums;              /* nonzero: do not verify CRCs (every other check still runs) */
 } kiln_model_options;
 
 /* Fills |options| with the defaults. |options| must not be NULL. */
@@ -117,13 +117,15 @@ KILN_API void kiln_model_options_init(kiln_model_options* options);
  * Errors: KILN_INVALID_ARGUMENT (NULL path or out_model), KILN_NOT_FOUND, KILN_IO_ERROR,
  * KILN_INVALID_PACKAGE, KILN_CHECKSUM_MISMATCH, KILN_UNSUPPORTED, KILN_MISSING_CPU_FEATURE,
  * KILN_OUT_OF_MEMORY. Thread-safe. */
-KILN_API kiln_status kiln_model_load_file(const char* path, const kiln_model_options* options, kiln_model** out_model);
+KILN_API kiln_status kiln_model_load_file(const char* path, const kiln_model_options* options,
+                                          kiln_model** out_model);
 
 /* As kiln_model_load_file, from |size| bytes at |data|. The bytes are used in place when |data|
  * is 64-byte aligned (then they must stay valid and unchanged until the model is released);
  * otherwise they are copied. */
-KILN_API kiln_status kiln_model_load_memory(const void* data, size_t size, const kiln_model_options* options,
-                                   kiln_model** out_model);
+KILN_API kiln_status kiln_model_load_memory(const void* data, size_t size,
+                                            const kiln_model_options* options,
+                                            kiln_model** out_model);
 
 /* Releases |model| (NULL is allowed and does nothing). Fails with KILN_FAILED_PRECONDITION, and
  * releases nothing, while sessions created on the model are alive. Not thread-safe with other
@@ -131,8 +133,8 @@ KILN_API kiln_status kiln_model_load_memory(const void* data, size_t size, const
 KILN_API kiln_status kiln_model_release(kiln_model* model);
 
 typedef struct kiln_tensor_info {
-  size_t struct_size;   /* set by the caller: sizeof(kiln_tensor_info) */
-  const char* name;     /* valid while the model lives */
+  size_t struct_size; /* set by the caller: sizeof(kiln_tensor_info) */
+  const char* name;   /* valid while the model lives */
   kiln_dtype dtype;
   size_t rank;
   const int64_t* shape; /* |rank| dimensions, valid while the model lives */
@@ -144,18 +146,24 @@ typedef struct kiln_tensor_info {
  * Thread-safe. */
 KILN_API kiln_status kiln_model_input_count(const kiln_model* model, size_t* out_count);
 KILN_API kiln_status kiln_model_output_count(const kiln_model* model, size_t* out_count);
-KILN_API kiln_status kiln_model_input_info(const kiln_model* model, size_t index, kiln_tensor_info* out_info);
-KILN_API kiln_status kiln_model_output_info(const kiln_model* model, size_t index, kiln_tensor_info* out_info);
+KILN_API kiln_status kiln_model_input_info(const kiln_model* model, size_t index,
+                                           kiln_tensor_info* out_info);
+KILN_API kiln_status kiln_model_output_info(const kiln_model* model, size_t index,
+                                            kiln_tensor_info* out_info);
 /* The index of the input/output called |name|. Errors: KILN_INVALID_ARGUMENT, KILN_NOT_FOUND. */
-KILN_API kiln_status kiln_model_find_input(const kiln_model* model, const char* name, size_t* out_index);
-KILN_API kiln_status kiln_model_find_output(const kiln_model* model, const char* name, size_t* out_index);
+KILN_API kiln_status kiln_model_find_input(const kiln_model* model, const char* name,
+                                           size_t* out_index);
+KILN_API kiln_status kiln_model_find_output(const kiln_model* model, const char* name,
+                                            size_t* out_index);
 
 /* The arena a session needs: |out_size| bytes aligned to |out_alignment|. Thread-safe. */
-KILN_API kiln_status kiln_model_arena_requirements(const kiln_model* model, size_t* out_size, size_t* out_alignment);
+KILN_API kiln_status kiln_model_arena_requirements(const kiln_model* model, size_t* out_size,
+                                                   size_t* out_alignment);
 
 /* The number of kernels and the name of kernel |index| (for profiles). Thread-safe. */
 KILN_API kiln_status kiln_model_kernel_count(const kiln_model* model, size_t* out_count);
-KILN_API kiln_status kiln_model_kernel_name(const kiln_model* model, size_t index, const char** out_name);
+KILN_API kiln_status kiln_model_kernel_name(const kiln_model* model, size_t index,
+                                            const char** out_name);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sessions: one model's state for running it: the arena, input/output bindings and a pool of
@@ -164,12 +172,12 @@ KILN_API kiln_status kiln_model_kernel_name(const kiln_model* model, size_t inde
 typedef struct kiln_session kiln_session;
 
 typedef struct kiln_session_options {
-  size_t struct_size;  /* sizeof(kiln_session_options) */
-  size_t num_threads;  /* threads running the kernels, the caller's included; 0 or 1: no workers */
-  void* arena;         /* NULL: the session allocates its arena; else caller memory of at least
-                          kiln_model_arena_requirements' size and alignment, valid until release */
+  size_t struct_size; /* sizeof(kiln_session_options) */
+  size_t num_threads; /* threads running the kernels, the caller's included; 0 or 1: no workers */
+  void* arena;        /* NULL: the session allocates its arena; else caller memory of at least
+                         kiln_model_arena_requirements' size and alignment, valid until release */
   size_t arena_size;
-  int profile;         /* nonzero: time every launch (reads the clock around each one) */
+  int profile; /* nonzero: time every launch (reads the clock around each one) */
 } kiln_session_options;
 
 KILN_API void kiln_session_options_init(kiln_session_options* options);
@@ -179,7 +187,8 @@ KILN_API void kiln_session_options_init(kiln_session_options* options);
  * copies, outputs, worker threads. |options| may be NULL (one thread, own arena).
  * Errors: KILN_INVALID_ARGUMENT (NULL pointers, arena too small or misaligned),
  * KILN_OUT_OF_MEMORY, KILN_INTERNAL (threads could not start). Thread-safe. */
-KILN_API kiln_status kiln_session_create(kiln_model* model, const kiln_session_options* options, kiln_session** out_session);
+KILN_API kiln_status kiln_session_create(kiln_model* model, const kiln_session_options* options,
+                                         kiln_session** out_session);
 
 /* Stops the workers and frees the session (NULL does nothing). Not thread-safe with other uses
  * of the same session. */
@@ -188,17 +197,17 @@ KILN_API kiln_status kiln_session_release(kiln_session* session);
 /* Copies |size_bytes| bytes of input |index| into the session. |dtype| and |size_bytes| must match
  * the model's input exactly. Replaces an earlier binding of that input. Errors:
  * KILN_INVALID_ARGUMENT (NULL pointers, index out of range, dtype or size mismatch). */
-KILN_API kiln_status kiln_session_set_input(kiln_session* session, size_t index, kiln_dtype dtype, const void* data,
-                                   size_t size_bytes);
+KILN_API kiln_status kiln_session_set_input(kiln_session* session, size_t index, kiln_dtype dtype,
+                                            const void* data, size_t size_bytes);
 
 /* Binds caller memory as input |index| without copying: it is read by every later run, so it
  * must stay valid and unchanged while runs execute, and must not overlap a bound output. */
-KILN_API kiln_status kiln_session_bind_input(kiln_session* session, size_t index, kiln_dtype dtype, const void* data,
-                                    size_t size_bytes);
+KILN_API kiln_status kiln_session_bind_input(kiln_session* session, size_t index, kiln_dtype dtype,
+                                             const void* data, size_t size_bytes);
 
 /* Binds caller memory as output |index|: later runs write the output there. */
-KILN_API kiln_status kiln_session_bind_output(kiln_session* session, size_t index, kiln_dtype dtype, void* data,
-                                     size_t size_bytes);
+KILN_API kiln_status kiln_session_bind_output(kiln_session* session, size_t index, kiln_dtype dtype,
+                                              void* data, size_t size_bytes);
 
 /* Runs the model once. Allocates nothing and makes no system call beyond waking its workers.
  * Errors: KILN_INVALID_ARGUMENT (NULL), KILN_FAILED_PRECONDITION (an input never set). */
@@ -207,15 +216,16 @@ KILN_API kiln_status kiln_session_run(kiln_session* session);
 /* The bytes of output |index| from the last run (in session memory, or the bound memory).
  * Valid until the next run or release. Errors: KILN_INVALID_ARGUMENT,
  * KILN_FAILED_PRECONDITION (no run has completed yet). */
-KILN_API kiln_status kiln_session_output(const kiln_session* session, size_t index, const void** out_data,
-                                size_t* out_size_bytes);
+KILN_API kiln_status kiln_session_output(const kiln_session* session, size_t index,
+                                         const void** out_data, size_t* out_size_bytes);
 
 /* Profiles (sessions created with profile set): per launch, in schedule order, its kernel index,
  * how many runs timed it and the total milliseconds. Errors: KILN_INVALID_ARGUMENT,
  * KILN_FAILED_PRECONDITION (profiling is off). */
 KILN_API kiln_status kiln_session_launch_count(const kiln_session* session, size_t* out_count);
-KILN_API kiln_status kiln_session_launch_profile(const kiln_session* session, size_t index, size_t* out_kernel,
-                                        uint64_t* out_runs, double* out_total_ms);
+KILN_API kiln_status kiln_session_launch_profile(const kiln_session* session, size_t index,
+                                                 size_t* out_kernel, uint64_t* out_runs,
+                                                 double* out_total_ms);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,164 @@
+// The C API under misuse: every wrong call returns a status and a message naming the problem,
+// never a crash (also run under AddressSanitizer and UndefinedBehaviorSanitizer).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "tests/runtime/package_files.h"
+
+namespace {
+
+std::string msg() {
+  return kiln_last_error_message();
+}
+
+class Api : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(
+        kiln_model_load_file(kiln::testing::package_path("convnet").c_str(), nullptr, &model_),
+        KILN_OK)
+        << msg();
+  }
+  void TearDown() override { EXPECT_EQ(kiln_model_release(model_), KILN_OK) << msg(); }
+  kiln_model* model_ = nullptr;
+};
+
+TEST_F(Api, NullPointersAreInvalidArguments) {
+  kiln_model* m = nullptr;
+  EXPECT_EQ(kiln_model_load_file(nullptr, nullptr, &m), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("path is NULL"), std::string::npos) << msg();
+  EXPECT_EQ(kiln_model_load_file("x.kiln", nullptr, nullptr), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_model_load_memory(nullptr, 10, nullptr, &m), KILN_INVALID_ARGUMENT);
+  size_t n;
+  EXPECT_EQ(kiln_model_input_count(nullptr, &n), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_model_input_count(model_, nullptr), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_model_input_info(model_, 0, nullptr), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_create(nullptr, nullptr, nullptr), KILN_INVALID_ARGUMENT);
+  kiln_session* s = nullptr;
+  EXPECT_EQ(kiln_session_create(nullptr, nullptr, &s), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_EQ(kiln_session_run(nullptr), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_set_input(nullptr, 0, KILN_DTYPE_FLOAT32, "x", 1), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_model_release(nullptr), KILN_OK);
+  EXPECT_EQ(kiln_session_release(nullptr), KILN_OK);
+}
+
+TEST_F(Api, MissingFilesAndGarbage) {
+  kiln_model* m = nullptr;
+  EXPECT_EQ(kiln_model_load_file("/nonexistent/model.kiln", nullptr, &m), KILN_NOT_FOUND);
+  EXPECT_NE(msg().find("/nonexistent/model.kiln"), std::string::npos) << msg();
+  EXPECT_EQ(kiln_model_load_file("/", nullptr, &m), KILN_IO_ERROR);
+  const char junk[64] = "this is not a kiln package at all, not even close";
+  EXPECT_EQ(kiln_model_load_memory(junk, sizeof junk, nullptr, &m), KILN_INVALID_PACKAGE);
+  EXPECT_NE(msg().find("file identifier"), std::string::npos) << msg();
+  EXPECT_EQ(m, nullptr);
+}
+
+TEST_F(Api, WrongIndexSizeAndDtype) {
+  kiln_session* s = nullptr;
+  ASSERT_EQ(kiln_session_create(model_, nullptr, &s), KILN_OK) << msg();
+  std::vector<float> img(2 * 3 * 32 * 32, 0.5f);
+  EXPECT_EQ(kiln_session_set_input(s, 7, KILN_DTYPE_FLOAT32, img.data(), img.size() * 4),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("index 7 out of range"), std::string::npos) << msg();
+  EXPECT_EQ(kiln_session_set_input(s, 0, KILN_DTYPE_FLOAT32, img.data(), 100),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("'image' has 24576 bytes, given 100"), std::string::npos) << msg();
+  EXPECT_EQ(kiln_session_set_input(s, 0, KILN_DTYPE_INT32, img.data(), img.size() * 4),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("'image' is float32, given int32"), std::string::npos) << msg();
+  EXPECT_EQ(kiln_session_set_input(s, 0, KILN_DTYPE_FLOAT32, nullptr, img.size() * 4),
+            KILN_INVALID_ARGUMENT);
+  std::vector<float> out(20);
+  EXPECT_EQ(kiln_session_bind_output(s, 5, KILN_DTYPE_FLOAT32, out.data(), 80),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_bind_output(s, 0, KILN_DTYPE_FLOAT32, out.data(), 79),
+            KILN_INVALID_ARGUMENT);
+  kiln_tensor_info info;
+  info.struct_size = 3;
+  EXPECT_EQ(kiln_model_input_info(model_, 0, &info), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("struct_size"), std::string::npos) << msg();
+  size_t idx;
+  EXPECT_EQ(kiln_model_find_input(model_, "nope", &idx), KILN_NOT_FOUND);
+  EXPECT_EQ(kiln_session_release(s), KILN_OK);
+}
+
+TEST_F(Api, OutputsBeforeARunAndRunsWithoutInputs) {
+  kiln_session* s = nullptr;
+  ASSERT_EQ(kiln_session_create(model_, nullptr, &s), KILN_OK) << msg();
+  const void* data;
+  size_t size;
+  EXPECT_EQ(kiln_session_output(s, 0, &data, &size), KILN_FAILED_PRECONDITION);
+  EXPECT_NE(msg().find("no run has completed"), std::string::npos) << msg();
+  EXPECT_EQ(kiln_session_run(s), KILN_FAILED_PRECONDITION);
+  EXPECT_NE(msg().find("input 'image' is not set"), std::string::npos) << msg();
+  size_t launches;
+  EXPECT_EQ(kiln_session_launch_count(s, &launches), KILN_OK);
+  size_t k;
+  uint64_t runs;
+  double ms;
+  EXPECT_EQ(kiln_session_launch_profile(s, 0, &k, &runs, &ms), KILN_FAILED_PRECONDITION);
+  EXPECT_EQ(kiln_session_release(s), KILN_OK);
+}
+
+TEST_F(Api, AModelWithLiveSessionsCannotBeReleased) {
+  kiln_session* s = nullptr;
+  ASSERT_EQ(kiln_session_create(model_, nullptr, &s), KILN_OK) << msg();
+  EXPECT_EQ(kiln_model_release(model_), KILN_FAILED_PRECONDITION);
+  EXPECT_NE(msg().find("1 session(s) still use this model"), std::string::npos) << msg();
+  // The session still works: the model was not released.
+  std::vector<float> img(2 * 3 * 32 * 32, 0.25f);
+  ASSERT_EQ(kiln_session_set_input(s, 0, KILN_DTYPE_FLOAT32, img.data(), img.size() * 4), KILN_OK);
+  EXPECT_EQ(kiln_session_run(s), KILN_OK) << msg();
+  EXPECT_EQ(kiln_session_release(s), KILN_OK);
+}
+
+TEST_F(Api, CallerArenaMustBeLargeEnoughAndAligned) {
+  size_t size, align;
+  ASSERT_EQ(kiln_model_arena_requirements(model_, &size, &align), KILN_OK);
+  EXPECT_EQ(align, 64u);
+  std::vector<uint8_t> mem(size + 128);
+  uint8_t* aligned = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64;
+  kiln_session_options o;
+  kiln_session_options_init(&o);
+  o.arena = aligned + 1;
+  o.arena_size = size;
+  kiln_session* s = nullptr;
+  EXPECT_EQ(kiln_session_create(model_, &o, &s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("not aligned"), std::string::npos) << msg();
+  o.arena = aligned;
+  o.arena_size = size - 1;
+  EXPECT_EQ(kiln_session_create(model_, &o, &s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("the model needs"), std::string::npos) << msg();
+  o.arena_size = size;
+  ASSERT_EQ(kiln_session_create(model_, &o, &s), KILN_OK) << msg();
+  std::vector<float> img(2 * 3 * 32 * 32, 0.25f);
+  std::vector<float> probs(20);
+  ASSERT_EQ(kiln_session_bind_input(s, 0, KILN_DTYPE_FLOAT32, img.data(), img.size() * 4), KILN_OK);
+  ASSERT_EQ(kiln_session_bind_output(s, 0, KILN_DTYPE_FLOAT32, probs.data(), probs.size() * 4),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_run(s), KILN_OK) << msg();
+  const void* data;
+  size_t n;
+  ASSERT_EQ(kiln_session_output(s, 0, &data, &n), KILN_OK);
+  EXPECT_EQ(data, probs.data());  // zero-copy: written where it was bound
+  float sum = 0;
+  for (int i = 0; i < 10; ++i) sum += probs[static_cast<size_t>(i)];
+  EXPECT_NEAR(sum, 1.0f, 1e-5f);  // a softmax
+  EXPECT_EQ(kiln_session_release(s), KILN_OK);
+}
+
+TEST(ApiStatus, NamesAndDtypes) {
+  EXPECT_STREQ(kiln_status_name(KILN_OK), "KILN_OK");
+  EXPECT_STREQ(kiln_status_name(KILN_MISSING_CPU_FEATURE), "KILN_MISSING_CPU_FEATURE");
+  EXPECT_STREQ(kiln_status_name(static_cast<kiln_status>(99)), "KILN_UNKNOWN_STATUS");
+  EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_FLOAT16), 2u);
+  EXPECT_EQ(kiln_dtype_size(static_cast<kiln_dtype>(77)), 0u);
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_BFLOAT16), "bfloat16");
+}
+
+}  // namespace
