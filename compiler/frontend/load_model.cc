@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "compiler/frontend/graph_file/graph_file.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/support/error.h"
 #include "compiler/tensor/tensor.h"
 
@@ -12,6 +13,8 @@ void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
   std::string ext = std::filesystem::path(path).extension().string();
   if (!std::filesystem::exists(path)) throw Error("model file '" + path + "' does not exist");
   if (ext == ".kg") {
+    if (!opts.dims.empty()) throw Error("--dim binds ONNX dim parameters; graph files have none");
+    if (!opts.frozen.empty()) throw Error("--freeze applies to ONNX models");
     load_graph_file(path, g);
     for (const auto& [name, shape] : opts.shapes) {
       bool found = false;
@@ -26,7 +29,15 @@ void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
     }
     return;
   }
-  throw Error("'" + path + "': unknown model format '" + ext + "' (expected .kg)");
+  if (ext == ".onnx") {
+    OnnxImportOptions o;
+    o.shapes = opts.shapes;
+    o.dims = opts.dims;
+    o.frozen = opts.frozen;
+    import_onnx(path, g, o);
+    return;
+  }
+  throw Error("'" + path + "': unknown model format '" + ext + "' (expected .kg or .onnx)");
 }
 
 }  // namespace kiln

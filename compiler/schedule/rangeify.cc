@@ -135,6 +135,9 @@ class Lowerer {
     const UOp* ast = graph_rewrite(ctx_.make(Op::SINK, dtypes::void_, {store}), pm_symbolic());
     ast = drop_unused_args(ast);
     verify(ast, IrStage::Kernel);
+    // A tensor with no elements needs no kernel (its empty loops simplify away, so a kernel
+    // would store once); its buffer still exists, with zero bytes.
+    if (shape_numel(shape) == 0) return;
     res_.kernels.push_back({ast, args_, describe_node(root)});
   }
 

@@ -371,7 +371,9 @@ kiln_status kiln_package_load(kiln_model* m, int verify_checksums) {
         if (written[s] == -2) written[s] = (int32_t)g;
     }
     for (uint32_t s = 0; s < m->num_slots && st == KILN_OK; ++s)
-      if ((m->slots[s].kind == KILN_SLOT_OUTPUT || m->slots[s].kind == KILN_SLOT_ARENA) && written[s] == INT32_MAX)
+      /* (An empty tensor has nothing to write.) */
+      if ((m->slots[s].kind == KILN_SLOT_OUTPUT || m->slots[s].kind == KILN_SLOT_ARENA) && written[s] == INT32_MAX &&
+          m->slots[s].size != 0)
         st = kiln_error(KILN_INVALID_PACKAGE, "invalid package: %s slot %u is never written", m->slots[s].kind == KILN_SLOT_OUTPUT ? "output" : "arena", s);
     kiln_free(kiln_model_allocator(m), written);
     if (st != KILN_OK) goto done;

@@ -159,7 +159,8 @@ static kiln_status check_io(const kiln_session* s, size_t index, kiln_dtype dtyp
   uint32_t n = output ? m->num_outputs : m->num_inputs;
   if (index >= n) return kiln_error(KILN_INVALID_ARGUMENT, "%s: index %zu out of range (the model has %u %s)", what, index, n, output ? "outputs" : "inputs");
   const kiln_tensor_desc* t = output ? &m->outputs[index] : &m->inputs[index];
-  if (!data) return kiln_error(KILN_INVALID_ARGUMENT, "%s: data for '%s' is NULL", what, t->name);
+  /* A tensor with no elements has no bytes to point at: NULL is fine there. */
+  if (!data && t->size_bytes) return kiln_error(KILN_INVALID_ARGUMENT, "%s: data for '%s' is NULL", what, t->name);
   if ((unsigned)dtype != t->dtype)
     return kiln_error(KILN_INVALID_ARGUMENT, "%s: '%s' is %s, given %s", what, t->name, kiln_dtype_name((kiln_dtype)t->dtype),
                       kiln_dtype_name(dtype));
@@ -172,7 +173,7 @@ kiln_status kiln_session_set_input(kiln_session* s, size_t index, kiln_dtype dty
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 0, "kiln_session_set_input"));
   const kiln_model* m = s->model;
   uint32_t slot = m->inputs[index].slot;
-  memcpy(s->owned_io[index], data, size);
+  if (size) memcpy(s->owned_io[index], data, size);
   if (s->slot_ptr[slot] != s->owned_io[index]) {
     s->slot_ptr[slot] = s->owned_io[index];
     refresh_args(s);

@@ -40,6 +40,9 @@ const char* kUsage =
     "\n"
     "options:\n"
     "  --shape NAME=D0,D1,...   input shape (repeatable)\n"
+    "  --dim PARAM=N            bind an ONNX dim parameter (e.g. batch=1) on every input\n"
+    "  --freeze NAME=FILE.npy   make an ONNX input a constant (inputs that must be known at\n"
+    "                           compile time, e.g. a Reshape's shape); the package lacks it\n"
     "  --json                   plan: print the summary as one JSON object\n"
     "  --target TRIPLE          x86_64-linux-gnu, aarch64-linux-gnu (default: the host)\n"
     "  --cpu NAME               CPU for the target (default: the host CPU, or generic)\n"
@@ -67,6 +70,7 @@ struct Args {
   bool json = false;
   std::string dump_dir = "kiln-dump";
   std::vector<std::pair<std::string, std::string>> inputs;
+  std::vector<std::string> frozen_files;  // as given, for the package's provenance
 };
 
 kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
@@ -106,6 +110,16 @@ Args parse_args(int argc, char** argv) {
     if (is("--shape")) {
       auto [n, v] = name_value(value("--shape"), "--shape");
       a.model_opts.shapes[n] = parse_dims(v, "--shape");
+    } else if (is("--dim")) {
+      auto [n, v] = name_value(value("--dim"), "--dim");
+      kiln::Shape d = parse_dims(v, "--dim");
+      if (d.size() != 1) throw UsageError("--dim wants PARAM=N, got '" + v + "'");
+      a.model_opts.dims[n] = d[0];
+    } else if (is("--freeze")) {
+      auto [n, file] = name_value(value("--freeze"), "--freeze");
+      kiln::NpyArray arr = kiln::read_npy(file);
+      a.model_opts.frozen.emplace(n, kiln::NDArray(arr.dtype, arr.shape, std::move(arr.data)));
+      a.frozen_files.push_back("--freeze=" + n + "=" + file);
     } else if (s == "--json") {
       a.json = true;
     } else if (is("--dump-ir")) {
@@ -198,6 +212,9 @@ std::vector<std::string> output_flags(const Args& a, const kiln::Target& t) {
                                 "--opt-level=" + std::to_string(a.opt_level)};
   for (const auto& [name, shape] : a.model_opts.shapes)
     f.push_back("--shape=" + name + "=" + kiln::shape_str(shape));
+  for (const auto& [param, n] : a.model_opts.dims)
+    f.push_back("--dim=" + param + "=" + std::to_string(n));
+  f.insert(f.end(), a.frozen_files.begin(), a.frozen_files.end());
   return f;
 }
 

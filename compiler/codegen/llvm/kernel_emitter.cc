@@ -447,9 +447,9 @@ class Emitter {
     auto fz = [&] { return llvm::ConstantFP::get(t, 0.0); };
     auto iz = [&] { return llvm::Constant::getNullValue(t); };
     auto ic = [&](int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); };
-    if (mathlib::provides(op)) {
+    if (mathlib::provides(op) && (flt || op != Op::POW)) {  // integer POW is below
       KILN_CHECK(flt, op_name(op), " on ", d.str());
-      if (d.scalar == ScalarKind::Float64)
+      if (d.scalar == ScalarKind::Float64 && !mathlib::provides_f64(op))
         throw Error(str_cat(op_name(op), " on float64 is not supported by the code generator yet"));
       return mathlib::emit(b_, op, s[0], s.size() > 1 ? s[1] : nullptr);
     }

@@ -56,7 +56,9 @@ llvm::Value* MathBuilder::trunc(llvm::Value* x) {
   // Values of magnitude >= 2^p are integers already; below, round to nearest and step toward 0.
   llvm::Value* big = f(is_double ? 4503599627370496.0 : 8388608.0);
   llvm::Value* ax = fabs(x);
-  llvm::Value* r = round_small(ax);
+  // ax + 2^p lies in [2^p, 2^(p+1)), where the spacing is 1: one rounding to an integer. (The
+  // 1.5 * 2^p of round_small would round to even integers above 2^(p-1).)
+  llvm::Value* r = sub(add(ax, big), big);
   r = sel(b.CreateFCmpOGT(r, ax), sub(r, f(1.0)), r);
   r = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
   return sel(b.CreateFCmpUGE(ax, big), x, r);

@@ -7,6 +7,7 @@
 
 #include "compiler/codegen/llvm/math_builder.h"
 #include "compiler/codegen/llvm/mathlib_coeffs.h"
+#include "compiler/codegen/llvm/mathlib_f64.h"
 #include "compiler/support/error.h"
 
 namespace kiln::mathlib {
@@ -19,16 +20,6 @@ constexpr double kLog2e = 1.44269504088896340736;
 // for |k| < 256.
 constexpr double kLn2HiF = 0.693145751953125;
 constexpr double kLn2LoF = kLn2 - kLn2HiF;
-
-std::vector<double> taylor_exp(int degree, double scale) {
-  std::vector<double> c;
-  double v = 1.0;
-  for (int n = 0; n <= degree; ++n) {
-    c.push_back(v);
-    v *= scale / (n + 1);
-  }
-  return c;
-}
 
 // Polynomial coefficients rounded to float, so that evaluation in float uses exactly them.
 std::vector<double> as_float(std::span<const double> c) {
@@ -128,77 +119,40 @@ llvm::Value* sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   return m.sel(b.CreateFCmpOGE(x, m.f(0)), m.div(m.f(1.0), d), m.div(e, d));
 }
 
-// ---- double-precision helpers for pow
-
-// log2(a) for a >= 0 (0 -> -inf, inf -> inf, NaN -> NaN), to about 1e-16 relative.
-llvm::Value* log2_f64(MathBuilder& d, llvm::Value* a) {
-  llvm::IRBuilder<>& b = d.b;
-  llvm::Value* sub = b.CreateFCmpOLT(a, d.f(2.2250738585072014e-308));
-  llvm::Value* as = d.sel(sub, d.mul(a, d.f(4503599627370496.0)), a);  // * 2^52
-  llvm::Value* bits = d.to_int_bits(as);
-  llvm::Value* e = b.CreateSub(b.CreateLShr(bits, d.i(52)), d.i(1023));
-  e = b.CreateSub(e, d.sel(sub, d.i(52), d.i(0)));
-  llvm::Value* mant = d.from_int_bits(
-      b.CreateOr(b.CreateAnd(bits, d.i(0xfffffffffffffLL)), d.i(0x3ff0000000000000LL)));
-  llvm::Value* big = b.CreateFCmpOGT(mant, d.f(1.41421356237309504880));
-  mant = d.sel(big, d.mul(mant, d.f(0.5)), mant);
-  e = d.sel(big, b.CreateAdd(e, d.i(1)), e);
-  llvm::Value* f = d.sub(mant, d.f(1.0));
-  llvm::Value* s = d.div(f, d.add(d.f(2.0), f));
-  llvm::Value* z = d.mul(s, s);
-  std::vector<double> series;
-  for (int k = 1; k <= 11; ++k) series.push_back(2.0 / (2 * k + 1));
-  llvm::Value* R = d.mul(z, d.poly(z, series));
-  llvm::Value* l = d.sub(f, d.mul(s, d.sub(f, R)));
-  llvm::Value* res = d.fma(l, d.f(kLog2e), b.CreateSIToFP(e, d.fty));
-  res = d.sel(b.CreateFCmpOEQ(a, d.f(0)), d.f(-INFINITY), res);
-  res = d.sel(b.CreateFCmpOEQ(a, d.inf()), d.inf(), res);
-  return d.sel(d.isnan(a), a, res);
-}
-
-// 2^t in double precision (overflow to inf and underflow to 0 beyond +-1100).
-llvm::Value* exp2_f64(MathBuilder& d, llvm::Value* t) {
-  llvm::IRBuilder<>& b = d.b;
-  llvm::Value* tc = d.sel(b.CreateFCmpOGT(t, d.f(1100)), d.f(1100),
-                          d.sel(b.CreateFCmpOLT(t, d.f(-1100)), d.f(-1100), t));
-  llvm::Value* kf = d.round_small(tc);
-  llvm::Value* r = d.sub(tc, kf);
-  llvm::Value* p = d.poly(r, taylor_exp(14, kLn2));
-  llvm::Value* res = d.ldexp(p, d.to_int(kf));
-  res = d.sel(b.CreateFCmpOGT(t, d.f(1100)), d.inf(), res);
-  return d.sel(b.CreateFCmpOLT(t, d.f(-1100)), d.f(0), res);
-}
-
 llvm::Value* pow_f32(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) {
   MathBuilder m(b, x->getType());
   MathBuilder d(b, m.with_elem(b.getDoubleTy()));
-  llvm::Value* xd = b.CreateFPExt(x, d.fty);
-  llvm::Value* yd = b.CreateFPExt(y, d.fty);
-  llvm::Value* ax = d.fabs(xd);
-  llvm::Value* r = exp2_f64(d, d.mul(yd, log2_f64(d, ax)));
-  llvm::Value* yt = d.trunc(yd);
-  llvm::Value* is_int = b.CreateFCmpOEQ(yt, yd);
-  llvm::Value* half = d.mul(yd, d.f(0.5));
-  llvm::Value* odd = b.CreateAnd(is_int, b.CreateFCmpUNE(d.trunc(half), half));
-  llvm::Value* neg = b.CreateICmpSLT(d.to_int_bits(xd), d.i(0));  // sign bit (also -0, -inf)
-  llvm::Value* finite_x = b.CreateFCmpOLT(ax, d.inf());
-  llvm::Value* finite_y = b.CreateFCmpOLT(d.fabs(yd), d.inf());
-  r = d.sel(b.CreateAnd(neg, odd), d.mul(r, d.f(-1.0)), r);
-  r = d.sel(b.CreateAnd(b.CreateAnd(b.CreateFCmpOLT(xd, d.f(0)), finite_x),
-                        b.CreateAnd(b.CreateNot(is_int), finite_y)),
-            d.nan(), r);
-  // |x| == 1 with y = +-inf gives 1 (the product inf * 0 would be NaN).
-  r = d.sel(b.CreateAnd(b.CreateFCmpOEQ(ax, d.f(1.0)), b.CreateNot(finite_y)), d.f(1.0), r);
-  r = d.sel(d.isnan(yd), yd, r);
-  r = d.sel(b.CreateFCmpOEQ(yd, d.f(0)), d.f(1.0), r);
-  r = d.sel(b.CreateFCmpOEQ(xd, d.f(1.0)), d.f(1.0), r);
+  llvm::Value* r = pow_f64(d, b.CreateFPExt(x, d.fty), b.CreateFPExt(y, d.fty));
   return b.CreateFPTrunc(r, m.fty);
 }
 
 std::string type_suffix(llvm::Type* t) {
+  std::string elem = t->getScalarType()->isDoubleTy() ? "f64" : "f32";
   if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t))
-    return "v" + std::to_string(v->getNumElements()) + "f32";
-  return "f32";
+    return "v" + std::to_string(v->getNumElements()) + elem;
+  return elem;
+}
+
+llvm::Value* body_f64(llvm::IRBuilder<>& b, Op op, llvm::Value* x, llvm::Value* y) {
+  MathBuilder d(b, x->getType());
+  switch (op) {
+    case Op::EXP:
+      return exp_f64(d, x);
+    case Op::EXP2:
+      return exp2_f64(d, x);
+    case Op::LOG:
+      return log_f64(d, x);
+    case Op::LOG2:
+      return log2_f64(d, x);
+    case Op::TANH:
+      return tanh_f64(d, x);
+    case Op::SIGMOID:
+      return sigmoid_f64(d, x);
+    case Op::POW:
+      return pow_f64(d, x, y);
+    default:
+      throw InternalError(str_cat("mathlib: no float64 implementation of ", op_name(op)));
+  }
 }
 
 }  // namespace
@@ -233,9 +187,16 @@ bool provides(Op op) {
   }
 }
 
+bool provides_f64(Op op) {
+  return op == Op::EXP || op == Op::EXP2 || op == Op::LOG || op == Op::LOG2 || op == Op::TANH ||
+         op == Op::SIGMOID || op == Op::POW;
+}
+
 llvm::Value* emit(llvm::IRBuilder<>& b, Op op, llvm::Value* x, llvm::Value* y) {
   llvm::Type* t = x->getType();
-  KILN_CHECK(t->getScalarType()->isFloatTy(), "mathlib: ", op_name(op), " wants float32 operands");
+  bool f64 = t->getScalarType()->isDoubleTy();
+  KILN_CHECK(t->getScalarType()->isFloatTy() || (f64 && provides_f64(op)), "mathlib: ",
+             op_name(op), " wants float32 operands");
   llvm::Module* mod = b.GetInsertBlock()->getModule();
   std::string name = std::string("kiln.") + op_name(op) + "." + type_suffix(t);
   llvm::Function* fn = mod->getFunction(name);
@@ -253,7 +214,10 @@ llvm::Value* emit(llvm::IRBuilder<>& b, Op op, llvm::Value* x, llvm::Value* y) {
     llvm::IRBuilder<> fb(llvm::BasicBlock::Create(mod->getContext(), "entry", fn));
     llvm::Value* a = fn->getArg(0);
     llvm::Value* r = nullptr;
-    switch (op) {
+    switch (f64 ? Op::NOOP : op) {
+      case Op::NOOP:
+        r = body_f64(fb, op, a, op == Op::POW ? fn->getArg(1) : nullptr);
+        break;
       case Op::EXP:
         r = exp_f32(fb, a);
         break;

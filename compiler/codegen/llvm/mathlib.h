@@ -12,6 +12,8 @@
 //   tanh             odd polynomial below 0.625, 1 - 2/(exp(2|x|)+1) above
 //   erf              odd polynomial below 1, 1 - exp(-x^2) P(x) up to 3.92, +-1 above
 //   sigmoid          1/(1+e) or e/(1+e) with e = exp(-|x|) (accurate for large negative x)
+//   float64          exp, exp2, log, log2, tanh, sigmoid, pow (mathlib_f64.cc): the same methods
+//                    with double constants and longer exact Taylor/atanh series
 //   pow              log2/exp2 in double precision, C99 special cases (pow(x,0)=1, pow(1,y)=1,
 //                    negative bases with integer exponents, signed zeros and infinities)
 #pragma once
@@ -26,8 +28,10 @@ namespace kiln::mathlib {
 // created in the current module on first use, with internal linkage.
 llvm::Value* emit(llvm::IRBuilder<>& b, Op op, llvm::Value* x, llvm::Value* y = nullptr);
 
-// True if `op` is implemented here.
+// True if `op` is implemented here (for float32); provides_f64: also for float64 (exp, exp2,
+// log, log2, tanh, sigmoid, pow; not yet sin, cos, erf).
 bool provides(Op op);
+bool provides_f64(Op op);
 
 // Bodies, used by emit() (and declared for mathlib_trig.cc).
 llvm::Value* exp_f32(llvm::IRBuilder<>& b, llvm::Value* x);

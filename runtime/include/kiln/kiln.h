@@ -195,7 +195,8 @@ KILN_API kiln_status kiln_session_create(kiln_model* model, const kiln_session_o
 KILN_API kiln_status kiln_session_release(kiln_session* session);
 
 /* Copies |size_bytes| bytes of input |index| into the session. |dtype| and |size_bytes| must match
- * the model's input exactly. Replaces an earlier binding of that input. Errors:
+ * the model's input exactly (|data| may be NULL only for a tensor with no elements). Replaces an
+ * earlier binding of that input. Errors:
  * KILN_INVALID_ARGUMENT (NULL pointers, index out of range, dtype or size mismatch). */
 KILN_API kiln_status kiln_session_set_input(kiln_session* session, size_t index, kiln_dtype dtype,
                                             const void* data, size_t size_bytes);

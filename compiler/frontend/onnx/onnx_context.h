@@ -1,0 +1,95 @@
+// What an ONNX op handler sees: its node's inputs as lazy tensors (or compile-time constants),
+// its attributes, the opset, and shape inference's view of its outputs.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/support/error.h"
+#include "compiler/tensor/eager.h"
+#include "compiler/tensor/tensor.h"
+
+namespace kiln::onnxfe {
+
+// An op the importer cannot build (reported with the node, collected over the model).
+class Unsupported : public Error {
+ public:
+  explicit Unsupported(const std::string& msg) : Error(msg) {}
+};
+
+// ONNX element type -> kiln dtype; throws Unsupported for strings, complex and unknown types.
+DType dtype_of(int onnx_type);
+// A TensorProto's data (raw or typed fields, or external data below `dir`).
+NDArray tensor_data(const onnx::TensorProto& t, const std::string& dir);
+
+class Importer;
+
+class NodeContext {
+ public:
+  NodeContext(Importer& imp, const onnx::NodeProto& node, int opset);
+
+  const onnx::NodeProto& node() const { return node_; }
+  int opset() const { return opset_; }
+  Graph& graph();
+  const std::string& name() const { return name_; }
+
+  size_t num_inputs() const { return static_cast<size_t>(node_.input_size()); }
+  bool has_input(size_t i) const;
+  Tensor input(size_t i);
+  // The input's value at compile time; throws if it depends on a model input.
+  const NDArray& const_input(size_t i);
+  std::vector<int64_t> const_ints(size_t i);
+  std::vector<double> const_floats(size_t i);
+  bool input_is_const(size_t i);
+
+  bool has_attr(const std::string& a) const;
+  int64_t attr_int(const std::string& a, std::optional<int64_t> dflt = std::nullopt);
+  double attr_float(const std::string& a, std::optional<double> dflt = std::nullopt);
+  std::string attr_string(const std::string& a, std::optional<std::string> dflt = std::nullopt);
+  std::vector<int64_t> attr_ints(const std::string& a, std::optional<std::vector<int64_t>> dflt = std::nullopt);
+  std::vector<double> attr_floats(const std::string& a, std::optional<std::vector<double>> dflt = std::nullopt);
+  const onnx::TensorProto* attr_tensor(const std::string& a);
+  const onnx::GraphProto* attr_graph(const std::string& a);
+
+  size_t num_outputs() const { return static_cast<size_t>(node_.output_size()); }
+  bool wants_output(size_t i) const { return static_cast<int>(i) < node_.output_size() && !node_.output(static_cast<int>(i)).empty(); }
+  // Shape inference's element type of output i (or -1).
+  int output_type(size_t i) const;
+
+  // A new weight holding `a` (named after the node).
+  Tensor constant(NDArray a);
+  Tensor scalar(double v, DType d);
+
+  [[noreturn]] void unsupported(const std::string& why) const;
+  [[noreturn]] void invalid(const std::string& why) const;
+
+ private:
+  const onnx::AttributeProto* attr(const std::string& a) const;
+  Importer& imp_;
+  const onnx::NodeProto& node_;
+  int opset_;
+  std::string name_;
+};
+
+using OpHandler = std::function<std::vector<Tensor>(NodeContext&)>;
+using OpRegistry = std::map<std::string, OpHandler>;
+
+// One per op family (ops_*.cc).
+void register_elementwise_ops(OpRegistry& r);
+void register_reduction_ops(OpRegistry& r);
+void register_movement_ops(OpRegistry& r);
+void register_nn_ops(OpRegistry& r);
+void register_misc_ops(OpRegistry& r);
+
+const OpRegistry& op_registry();
+
+// Helpers shared by the families.
+int64_t norm_axis(int64_t axis, int64_t rank, const NodeContext& n);
+NDArray make_array(DType d, const Shape& s, const std::vector<double>& values);
+
+}  // namespace kiln::onnxfe

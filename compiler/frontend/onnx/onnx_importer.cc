@@ -1,0 +1,412 @@
+#include "compiler/frontend/onnx/onnx_importer.h"
+
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/support/error.h"
+
+namespace kiln {
+
+namespace onnxfe {
+
+// A node whose input comes from a node that could not be built: skipped, not reported again.
+struct DependsOnFailure {};
+
+class Importer {
+ public:
+  Importer(Graph& g, const OnnxImportOptions& o, std::string dir) : g_(g), opts_(o), dir_(std::move(dir)), eval_(g) {}
+
+  void run(onnx::ModelProto& m);
+  Tensor frozen_input(const std::string& name, const onnx::TypeProto_Tensor& tt, const NDArray& value);
+  void check_option_names(const onnx::GraphProto& graph, const std::unordered_map<std::string, const onnx::TensorProto*>& inits);
+
+  Graph& g_;
+  const OnnxImportOptions& opts_;
+  std::string dir_;
+  EagerEvaluator eval_;
+  std::unordered_map<std::string, Tensor> values_;
+  std::unordered_map<std::string, int> types_;  // value name -> element type (shape inference)
+  std::unordered_map<const UOp*, bool> const_only_;
+  std::unordered_map<const UOp*, std::string> first_input_;
+
+  Tensor value(const std::string& name) {
+    auto it = values_.find(name);
+    if (it == values_.end()) throw DependsOnFailure{};
+    return it->second;
+  }
+
+  // The model input a tensor depends on ("" if none: it is a compile-time constant).
+  std::string depends_on_input(const UOp* u) {
+    if (auto it = first_input_.find(u); it != first_input_.end()) return it->second;
+    for (const UOp* n : u->toposort())
+      if (n->op == Op::BUFFER && n->buffer().kind == BufferKind::Input) return first_input_[u] = n->buffer().name;
+    return first_input_[u] = "";
+  }
+
+  const NDArray& const_value(const Tensor& t, const NodeContext& n, size_t input) {
+    std::string dep = depends_on_input(t.uop());
+    if (!dep.empty())
+      n.unsupported("input " + std::to_string(input) + " ('" + n.node().input(static_cast<int>(input)) +
+                    "') must be known at compile time, but it depends on the model input '" + dep +
+                    "' (kilnc --freeze " + dep + "=FILE.npy makes that input a constant)");
+    return eval_.eval(t.uop());
+  }
+};
+
+// ---------------------------------------------------------------- NodeContext
+
+NodeContext::NodeContext(Importer& imp, const onnx::NodeProto& node, int opset) : imp_(imp), node_(node), opset_(opset) {
+  name_ = node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name();
+}
+
+Graph& NodeContext::graph() { return imp_.g_; }
+
+bool NodeContext::has_input(size_t i) const { return static_cast<int>(i) < node_.input_size() && !node_.input(static_cast<int>(i)).empty(); }
+
+Tensor NodeContext::input(size_t i) {
+  if (!has_input(i)) invalid("input " + std::to_string(i) + " is missing");
+  return imp_.value(node_.input(static_cast<int>(i)));
+}
+
+const NDArray& NodeContext::const_input(size_t i) { return imp_.const_value(input(i), *this, i); }
+
+bool NodeContext::input_is_const(size_t i) { return imp_.depends_on_input(input(i).uop()).empty(); }
+
+std::vector<int64_t> NodeContext::const_ints(size_t i) {
+  const NDArray& a = const_input(i);
+  if (!a.dtype().is_int()) invalid("input " + std::to_string(i) + " must be integers");
+  std::vector<int64_t> v;
+  for (int64_t k = 0; k < a.numel(); ++k) v.push_back(a.get(k).i);
+  return v;
+}
+
+std::vector<double> NodeContext::const_floats(size_t i) {
+  const NDArray& a = const_input(i);
+  std::vector<double> v;
+  for (int64_t k = 0; k < a.numel(); ++k) v.push_back(a.get(k).as_double());
+  return v;
+}
+
+const onnx::AttributeProto* NodeContext::attr(const std::string& a) const {
+  for (const auto& at : node_.attribute())
+    if (at.name() == a) return &at;
+  return nullptr;
+}
+
+bool NodeContext::has_attr(const std::string& a) const { return attr(a) != nullptr; }
+
+int64_t NodeContext::attr_int(const std::string& a, std::optional<int64_t> dflt) {
+  const auto* p = attr(a);
+  if (!p) {
+    if (!dflt) invalid("missing attribute '" + a + "'");
+    return *dflt;
+  }
+  return p->i();
+}
+
+double NodeContext::attr_float(const std::string& a, std::optional<double> dflt) {
+  const auto* p = attr(a);
+  if (!p) {
+    if (!dflt) invalid("missing attribute '" + a + "'");
+    return *dflt;
+  }
+  return p->f();
+}
+
+std::string NodeContext::attr_string(const std::string& a, std::optional<std::string> dflt) {
+  const auto* p = attr(a);
+  if (!p) {
+    if (!dflt) invalid("missing attribute '" + a + "'");
+    return *dflt;
+  }
+  return p->s();
+}
+
+std::vector<int64_t> NodeContext::attr_ints(const std::string& a, std::optional<std::vector<int64_t>> dflt) {
+  const auto* p = attr(a);
+  if (!p) {
+    if (!dflt) invalid("missing attribute '" + a + "'");
+    return *dflt;
+  }
+  return std::vector<int64_t>(p->ints().begin(), p->ints().end());
+}
+
+std::vector<double> NodeContext::attr_floats(const std::string& a, std::optional<std::vector<double>> dflt) {
+  const auto* p = attr(a);
+  if (!p) {
+    if (!dflt) invalid("missing attribute '" + a + "'");
+    return *dflt;
+  }
+  return std::vector<double>(p->floats().begin(), p->floats().end());
+}
+
+const onnx::TensorProto* NodeContext::attr_tensor(const std::string& a) {
+  const auto* p = attr(a);
+  return p && p->has_t() ? &p->t() : nullptr;
+}
+
+const onnx::GraphProto* NodeContext::attr_graph(const std::string& a) {
+  const auto* p = attr(a);
+  return p && p->has_g() ? &p->g() : nullptr;
+}
+
+int NodeContext::output_type(size_t i) const {
+  if (static_cast<int>(i) >= node_.output_size()) return -1;
+  auto it = imp_.types_.find(node_.output(static_cast<int>(i)));
+  return it == imp_.types_.end() ? -1 : it->second;
+}
+
+Tensor NodeContext::constant(NDArray a) {
+  std::string base = node_.output_size() && !node_.output(0).empty() ? node_.output(0) : name_;
+  return Tensor::weight(imp_.g_, imp_.g_.fresh_name(base), std::move(a));
+}
+
+Tensor NodeContext::scalar(double v, DType d) {
+  ConstValue c = d.is_float() ? ConstValue::of_float(v) : ConstValue::of_int(static_cast<int64_t>(v));
+  return Tensor::scalar(imp_.g_, c, d);
+}
+
+void NodeContext::unsupported(const std::string& why) const { throw Unsupported(why); }
+void NodeContext::invalid(const std::string& why) const { throw Error(why); }
+
+// ---------------------------------------------------------------- the model
+
+Tensor Importer::frozen_input(const std::string& name, const onnx::TypeProto_Tensor& tt, const NDArray& value) {
+  std::string want = "--freeze " + name + ": ";
+  if (dtype_of(tt.elem_type()) != value.dtype())
+    throw Error(want + "the value is " + value.dtype().str() + ", the input is " + dtype_of(tt.elem_type()).str());
+  if (tt.has_shape()) {
+    if (tt.shape().dim_size() != static_cast<int>(value.shape().size()))
+      throw Error(want + "the value has shape " + shape_str(value.shape()) + ", the input has rank " +
+                  std::to_string(tt.shape().dim_size()));
+    for (int i = 0; i < tt.shape().dim_size(); ++i)
+      if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != value.shape()[static_cast<size_t>(i)])
+        throw Error(want + "the value has shape " + shape_str(value.shape()) + ", the input's axis " + std::to_string(i) +
+                    " is " + std::to_string(tt.shape().dim(i).dim_value()));
+  }
+  return Tensor::weight(g_, g_.fresh_name(name), value);
+}
+
+void Importer::check_option_names(const onnx::GraphProto& graph,
+                                  const std::unordered_map<std::string, const onnx::TensorProto*>& inits) {
+  std::set<std::string> inputs, params;
+  for (const auto& in : graph.input()) {
+    if (inits.count(in.name())) continue;
+    inputs.insert(in.name());
+    if (in.type().has_tensor_type() && in.type().tensor_type().has_shape())
+      for (const auto& d : in.type().tensor_type().shape().dim())
+        if (d.has_dim_param()) params.insert(d.dim_param());
+  }
+  auto list = [](const std::set<std::string>& s) {
+    std::string r;
+    for (const auto& n : s) r += (r.empty() ? "'" : ", '") + n + "'";
+    return r.empty() ? std::string("none") : r;
+  };
+  for (const auto& [name, _] : opts_.shapes)
+    if (!inputs.count(name)) throw Error("--shape: the model has no input named '" + name + "' (inputs: " + list(inputs) + ")");
+  for (const auto& [name, _] : opts_.frozen)
+    if (!inputs.count(name)) throw Error("--freeze: the model has no input named '" + name + "' (inputs: " + list(inputs) + ")");
+  for (const auto& [param, _] : opts_.dims)
+    if (!params.count(param)) throw Error("--dim: no input has a dim parameter named '" + param + "' (parameters: " + list(params) + ")");
+}
+
+void Importer::run(onnx::ModelProto& m) {
+  int opset = -1;
+  std::vector<std::string> problems;
+  bool invalid = false;  // a problem that is not a missing capability (an invalid model or a bug)
+  auto report = [&] {
+    if (problems.empty()) return;
+    std::string msg = "the model cannot be imported (" + std::to_string(problems.size()) + " problem" + (problems.size() > 1 ? "s" : "") + "):";
+    for (const auto& p : problems) msg += "\n  " + p;
+    if (!invalid) throw UnsupportedModel(msg);
+    throw Error(msg);
+  };
+  for (const auto& op : m.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset = static_cast<int>(op.version());
+  }
+  if (opset < 0) {
+    std::string domains;
+    for (const auto& op : m.opset_import()) domains += (domains.empty() ? "'" : ", '") + op.domain() + "'";
+    throw UnsupportedModel("the model imports no version of the default ONNX domain, only " + domains +
+                           ", which kiln does not support");
+  }
+  if (opset > 17)
+    throw UnsupportedModel("the model uses ONNX opset " + std::to_string(opset) + "; kiln imports opsets up to 17");
+  if (opts_.run_checker) {
+    try {
+      onnx::checker::check_model(m);
+    } catch (const std::exception& e) {
+      throw Error(std::string("the ONNX checker rejects the model: ") + e.what());
+    }
+  }
+  try {
+    onnx::ShapeInferenceOptions so{false, 0, false};
+    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), so);
+  } catch (const std::exception&) {
+    // Shape inference only helps (placeholder types); the importer checks shapes itself.
+  }
+  const onnx::GraphProto& graph = m.graph();
+  for (const auto& vi : graph.value_info())
+    if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();
+  for (const auto& vi : graph.output())
+    if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();
+
+  std::unordered_map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : graph.initializer()) inits[t.name()] = &t;
+  if (graph.sparse_initializer_size() > 0) problems.push_back("the model has sparse initializers, which kiln does not support");
+
+  check_option_names(graph, inits);
+
+  // Inputs (initializers listed as inputs are weights), with every dynamic dim bound.
+  std::vector<std::string> unbound;
+  for (const auto& in : graph.input()) {
+    if (inits.count(in.name())) continue;
+    if (!in.type().has_tensor_type()) {
+      problems.push_back("input '" + in.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+      continue;
+    }
+    const auto& tt = in.type().tensor_type();
+    if (auto fz = opts_.frozen.find(in.name()); fz != opts_.frozen.end()) {
+      values_[in.name()] = frozen_input(in.name(), tt, fz->second);
+      continue;
+    }
+    DType d;
+    try {
+      d = dtype_of(tt.elem_type());
+    } catch (const Unsupported& e) {
+      problems.push_back("input '" + in.name() + "': " + e.what());
+      continue;
+    }
+    Shape shape;
+    auto given = opts_.shapes.find(in.name());
+    if (given != opts_.shapes.end()) {
+      shape = given->second;
+      if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(shape.size()))
+        throw Error("--shape " + in.name() + " has " + std::to_string(shape.size()) + " dims, the model's input has " +
+                    std::to_string(tt.shape().dim_size()));
+      for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i)
+        if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != shape[static_cast<size_t>(i)])
+          throw Error("--shape " + in.name() + ": axis " + std::to_string(i) + " is " + std::to_string(shape[static_cast<size_t>(i)]) +
+                      ", the model fixes it to " + std::to_string(tt.shape().dim(i).dim_value()));
+    } else if (!tt.has_shape()) {
+      unbound.push_back("input '" + in.name() + "': the rank is unknown (use --shape " + in.name() + "=...)");
+      continue;
+    } else {
+      for (int i = 0; i < tt.shape().dim_size(); ++i) {
+        const auto& dim = tt.shape().dim(i);
+        if (dim.has_dim_value() && dim.dim_value() >= 0) {
+          shape.push_back(dim.dim_value());
+          continue;
+        }
+        if (dim.has_dim_param())
+          if (auto it = opts_.dims.find(dim.dim_param()); it != opts_.dims.end()) {
+            shape.push_back(it->second);
+            continue;
+          }
+        unbound.push_back("input '" + in.name() + "' axis " + std::to_string(i) +
+                          (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : std::string("")));
+        shape.push_back(1);
+      }
+    }
+    values_[in.name()] = Tensor::input(g_, in.name(), d, shape);
+  }
+  report();  // unsupported inputs first: their dims do not matter
+  if (!unbound.empty()) {
+    std::string msg = "the model has dynamic dims that are not bound (use --shape NAME=D0,D1,... or --dim PARAM=N):";
+    for (const auto& u : unbound) msg += "\n  " + u;
+    throw Error(msg);
+  }
+  for (const auto& t : graph.initializer()) {
+    try {
+      values_[t.name()] = Tensor::weight(g_, g_.fresh_name(t.name()), tensor_data(t, dir_));
+    } catch (const Unsupported& e) {
+      problems.push_back("initializer '" + t.name() + "': " + e.what());
+    }
+  }
+
+  const OpRegistry& reg = op_registry();
+  for (const auto& node : graph.node()) {
+    std::string where = "node '" + (node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name()) +
+                        "' (" + node.op_type() + ", opset " + std::to_string(opset) + ")";
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      problems.push_back(where + ": domain '" + node.domain() + "' is not supported");
+      continue;
+    }
+    auto it = reg.find(node.op_type());
+    if (it == reg.end()) {
+      problems.push_back(where + ": unsupported op");
+      continue;
+    }
+    // Below opset 7, an op is built as its opset-7 definition when that definition was already
+    // in force at the model's opset (most ops); older definitions (e.g. with the legacy
+    // consumed_inputs attribute) are reported.
+    if (opset < 7) {
+      const auto* at_model = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
+      const auto* at_7 = onnx::OpSchemaRegistry::Schema(node.op_type(), 7);
+      if (!at_model || !at_7 || at_model->SinceVersion() != at_7->SinceVersion()) {
+        problems.push_back(where + ": kiln implements this op from its opset-7 definition; the model uses an older one");
+        continue;
+      }
+    }
+    NodeContext ctx(*this, node, opset);
+    try {
+      std::vector<Tensor> out = it->second(ctx);
+      for (size_t i = 0; i < out.size() && static_cast<int>(i) < node.output_size(); ++i)
+        if (!node.output(static_cast<int>(i)).empty()) values_[node.output(static_cast<int>(i))] = out[i];
+    } catch (const DependsOnFailure&) {
+      // an input comes from a node already reported
+    } catch (const Unsupported& e) {
+      problems.push_back(where + ": " + e.what());
+    } catch (const Error& e) {
+      problems.push_back(where + ": " + e.what());
+      invalid = true;
+    }
+  }
+  for (const auto& out : graph.output()) {
+    auto it = values_.find(out.name());
+    if (it == values_.end()) continue;  // its producer is reported
+    try {
+      g_.add_output(out.name(), it->second.uop());
+    } catch (const Error& e) {
+      problems.push_back("output '" + out.name() + "': " + e.what());
+      invalid = true;
+    }
+  }
+  report();
+}
+
+const OpRegistry& op_registry() {
+  static const OpRegistry r = [] {
+    OpRegistry reg;
+    register_elementwise_ops(reg);
+    register_reduction_ops(reg);
+    register_movement_ops(reg);
+    register_nn_ops(reg);
+    register_misc_ops(reg);
+    return reg;
+  }();
+  return r;
+}
+
+}  // namespace onnxfe
+
+void import_onnx_model(onnx::ModelProto& model, const std::string& dir, Graph& g, const OnnxImportOptions& o) {
+  onnxfe::Importer(g, o, dir).run(model);
+}
+
+void import_onnx(const std::string& path, Graph& g, const OnnxImportOptions& o) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot open ONNX model '" + path + "'");
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f)) throw Error("'" + path + "' is not a valid ONNX model (protobuf parse failed)");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  import_onnx_model(m, dir.empty() ? "." : dir, g, o);
+}
+
+}  // namespace kiln

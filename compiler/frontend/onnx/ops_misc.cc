@@ -1,0 +1,167 @@
+// Constants, shape queries and generators, and the ops that build index tables at compile time:
+// Constant, Shape, Size, ConstantOfShape, Range, EyeLike, Trilu, OneHot, TopK, Compress, NonZero.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/tensor/indexing.h"
+
+namespace kiln::onnxfe {
+
+namespace {
+
+using V = std::vector<Tensor>;
+
+Tensor iota(NodeContext& n, int64_t len) {
+  std::vector<double> v(static_cast<size_t>(len));
+  std::iota(v.begin(), v.end(), 0.0);
+  return n.constant(make_array(dtypes::int64, {len}, v));
+}
+
+// TopK along the last axis of `x` by ranks: element i's rank is the number of elements that come
+// before it (larger, or equal with a smaller index, for the largest-first order); output slot r
+// takes the element whose rank is r. O(n^2) along the axis.
+std::pair<Tensor, Tensor> top_k(NodeContext& n, const Tensor& x, int64_t k, bool largest) {
+  int64_t len = x.dim(-1);
+  Tensor a = x.unsqueeze(-1), b = x.unsqueeze(-2);  // a: element i (axis -2), b: element j (axis -1)
+  Tensor idx = iota(n, len);
+  Tensor ii = idx.reshape({len, 1}), jj = idx.reshape({1, len});
+  Tensor before = (largest ? b.gt(a) : b.lt(a)).logical_or(b.eq(a).logical_and(jj.lt(ii)));
+  Tensor rank = before.cast(dtypes::int64).sum({-1});             // (..., len): the rank of element i
+  Tensor slots = iota(n, k).reshape({1, k});                       // output slots r
+  Tensor hit = rank.unsqueeze(-1).eq(slots);                       // (..., i, r)
+  Tensor values = hit.where(x.unsqueeze(-1), x.like(0.0)).sum({-2});
+  Tensor indices = hit.where(ii.expand({len, k}), idx.like(0.0)).sum({-2});
+  return {values, indices};
+}
+
+}  // namespace
+
+void register_misc_ops(OpRegistry& r) {
+  r["Constant"] = [](NodeContext& n) {
+    if (const onnx::TensorProto* t = n.attr_tensor("value")) return V{n.constant(tensor_data(*t, "."))};
+    if (n.has_attr("value_float")) return V{n.constant(make_array(dtypes::float32, {}, {n.attr_float("value_float")}))};
+    if (n.has_attr("value_int")) return V{n.constant(make_array(dtypes::int64, {}, {static_cast<double>(n.attr_int("value_int"))}))};
+    if (n.has_attr("value_floats")) {
+      std::vector<double> v = n.attr_floats("value_floats");
+      return V{n.constant(make_array(dtypes::float32, {static_cast<int64_t>(v.size())}, v))};
+    }
+    if (n.has_attr("value_ints")) {
+      std::vector<int64_t> iv = n.attr_ints("value_ints");
+      return V{n.constant(make_array(dtypes::int64, {static_cast<int64_t>(iv.size())}, std::vector<double>(iv.begin(), iv.end())))};
+    }
+    n.unsupported("a Constant that is not a dense tensor, float(s) or int(s)");
+  };
+  r["Shape"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    int64_t rank = x.ndim();
+    int64_t start = n.attr_int("start", 0), end = n.attr_int("end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, start, rank);
+    std::vector<double> dims(x.shape().begin() + start, x.shape().begin() + end);
+    return V{n.constant(make_array(dtypes::int64, {end - start}, dims))};
+  };
+  r["Size"] = [](NodeContext& n) { return V{n.constant(make_array(dtypes::int64, {}, {static_cast<double>(n.input(0).numel())}))}; };
+  r["ConstantOfShape"] = [](NodeContext& n) {
+    std::vector<int64_t> s = n.const_ints(0);
+    NDArray v(dtypes::float32, {1});
+    if (const onnx::TensorProto* t = n.attr_tensor("value")) v = tensor_data(*t, ".");
+    if (v.numel() != 1) n.invalid("value must hold one element");
+    return V{Tensor::scalar(n.graph(), v.get(0), v.dtype()).expand(s)};
+  };
+  r["Range"] = [](NodeContext& n) {
+    const NDArray& s = n.const_input(0);
+    double start = s.get(0).as_double(), limit = n.const_input(1).get(0).as_double(), delta = n.const_input(2).get(0).as_double();
+    if (delta == 0) n.invalid("delta is 0");
+    return V{arange(n.graph(), start, limit, delta, s.dtype())};
+  };
+  r["EyeLike"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    if (x.ndim() != 2) n.invalid("input must be 2-D");
+    DType d = n.has_attr("dtype") ? dtype_of(static_cast<int>(n.attr_int("dtype"))) : x.dtype();
+    int64_t k = n.attr_int("k", 0);
+    Tensor i = iota(n, x.dim(0)).reshape({x.dim(0), 1}), j = iota(n, x.dim(1)).reshape({1, x.dim(1)});
+    Tensor eye = j.sub(i).eq(i.like(static_cast<double>(k)));
+    return V{eye.where(Tensor::full(n.graph(), {}, 1, d), Tensor::full(n.graph(), {}, 0, d))};
+  };
+  r["Trilu"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    int64_t k = n.has_input(1) ? n.const_ints(1).at(0) : 0;
+    bool upper = n.attr_int("upper", 1) != 0;
+    int64_t rows = x.dim(-2), cols = x.dim(-1);
+    Tensor i = iota(n, rows).reshape({rows, 1}), j = iota(n, cols).reshape({1, cols});
+    Tensor d = j.sub(i);
+    Tensor keep = upper ? d.ge(d.like(static_cast<double>(k))) : d.le(d.like(static_cast<double>(k)));
+    return V{keep.where(x, x.like(0.0))};
+  };
+  r["OneHot"] = [](NodeContext& n) {
+    Tensor idx = n.input(0);
+    std::vector<double> depth_v = n.const_floats(1);
+    if (depth_v.size() != 1) n.invalid("depth must be a scalar");
+    int64_t depth = static_cast<int64_t>(depth_v[0]);
+    Tensor values = n.input(2);
+    int64_t axis = n.attr_int("axis", -1);
+    int64_t out_rank = idx.ndim() + 1;
+    axis = norm_axis(axis, out_rank, n);
+    Tensor i = idx.cast(dtypes::int64);
+    i = i.lt(i.like(0.0)).where(i.add(i.like(static_cast<double>(depth))), i);
+    Shape s(static_cast<size_t>(out_rank), 1);
+    s[static_cast<size_t>(axis)] = depth;
+    Tensor hit = i.unsqueeze(axis).eq(iota(n, depth).reshape(s));
+    Tensor off = values.gather(Tensor::full(n.graph(), {}, 0, dtypes::int64), 0);
+    Tensor on = values.gather(Tensor::full(n.graph(), {}, 1, dtypes::int64), 0);
+    return V{hit.where(on, off)};
+  };
+  r["TopK"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    int64_t k = n.opset() >= 10 ? n.const_ints(1).at(0) : n.attr_int("k");
+    int64_t axis = norm_axis(n.attr_int("axis", -1), x.ndim(), n);
+    bool largest = n.attr_int("largest", 1) != 0;
+    if (k < 0 || k > x.dim(axis)) n.invalid("k is out of range");
+    std::vector<int64_t> perm;
+    for (int64_t a = 0; a < x.ndim(); ++a)
+      if (a != axis) perm.push_back(a);
+    perm.push_back(axis);
+    std::vector<int64_t> inv(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    auto [values, indices] = top_k(n, x.permute(perm), k, largest);
+    return V{values.permute(inv), indices.permute(inv)};
+  };
+  r["Compress"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    const NDArray& c = n.const_input(1);
+    std::vector<int64_t> cond;
+    for (int64_t i = 0; i < c.numel(); ++i) cond.push_back(c.get(i).as_int());
+    std::vector<double> keep;
+    for (size_t i = 0; i < cond.size(); ++i)
+      if (cond[i]) keep.push_back(static_cast<double>(i));
+    Tensor data = x;
+    int64_t axis = 0;
+    if (n.has_attr("axis")) axis = norm_axis(n.attr_int("axis"), x.ndim(), n);
+    else data = x.reshape({x.numel()});
+    Tensor idx = n.constant(make_array(dtypes::int64, {static_cast<int64_t>(keep.size())}, keep));
+    return V{data.gather(idx, axis)};
+  };
+  r["NonZero"] = [](NodeContext& n) {
+    const NDArray& x = n.const_input(0);
+    std::vector<int64_t> strides = x.strides();
+    std::vector<std::vector<double>> coords(x.shape().size());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (x.get(i).as_double() == 0.0) continue;
+      int64_t rem = i;
+      for (size_t d = 0; d < strides.size(); ++d) {
+        coords[d].push_back(static_cast<double>(rem / strides[d]));
+        rem %= strides[d];
+      }
+    }
+    int64_t count = coords.empty() ? 0 : static_cast<int64_t>(coords[0].size());
+    std::vector<double> flat;
+    for (const auto& c : coords) flat.insert(flat.end(), c.begin(), c.end());
+    return V{n.constant(make_array(dtypes::int64, {static_cast<int64_t>(coords.size()), count}, flat))};
+  };
+}
+
+}  // namespace kiln::onnxfe

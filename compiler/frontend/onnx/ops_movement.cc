@@ -1,0 +1,347 @@
+// Shape and data-movement ONNX ops: reshapes, transposes, slices, concatenation, gathers and
+// scatters, padding, tiling.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/tensor/indexing.h"
+
+namespace kiln::onnxfe {
+
+namespace {
+
+using V = std::vector<Tensor>;
+
+Tensor iota(NodeContext& n, int64_t len, DType d = dtypes::int64) {
+  std::vector<double> v(static_cast<size_t>(len));
+  std::iota(v.begin(), v.end(), 0.0);
+  return n.constant(make_array(d, {len}, v));
+}
+
+// `v` (1-D) shaped to broadcast along `axis` of a rank-`rank` tensor.
+Tensor along(const Tensor& v, int64_t axis, int64_t rank) {
+  Shape s(static_cast<size_t>(rank), 1);
+  s[static_cast<size_t>(axis)] = v.dim(0);
+  return v.reshape(s);
+}
+
+// Negative indices count from the end of an axis of length `len`.
+Tensor wrap_index(const Tensor& idx, int64_t len) {
+  Tensor i = idx.cast(dtypes::int64);
+  return i.lt(i.like(0.0)).where(i.add(i.like(static_cast<double>(len))), i);
+}
+
+// The axis moved to the end.
+Tensor axis_last(const Tensor& x, int64_t axis) {
+  std::vector<int64_t> p;
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (i != axis) p.push_back(i);
+  p.push_back(axis);
+  return x.permute(p);
+}
+
+// GatherElements: out[p] = data[p with p[axis] replaced by idx[p]] (idx and out share a shape).
+Tensor gather_elements(NodeContext& n, const Tensor& data, const Tensor& idx, int64_t axis) {
+  int64_t len = data.dim(axis);
+  std::vector<std::pair<int64_t, int64_t>> b;
+  for (int64_t d = 0; d < data.ndim(); ++d) b.push_back({0, d == axis ? len : idx.dim(d)});
+  Tensor ds = data.shrink(b);                                  // idx's shape, but len along axis
+  Tensor de = axis_last(ds, axis).unsqueeze(axis).expand([&] {  // (idx shape..., len)
+    Shape s = idx.shape();
+    s.push_back(len);
+    return s;
+  }());
+  Tensor k = iota(n, len);
+  Tensor hit = wrap_index(idx, len).unsqueeze(-1).eq(k.reshape([&] {
+    Shape s(static_cast<size_t>(idx.ndim()) + 1, 1);
+    s.back() = len;
+    return s;
+  }()));
+  return hit.where(de, de.like(0.0)).sum({-1});
+}
+
+// Scatter along an axis: the data positions each update lands on, as a mask over (data..., j).
+struct ScatterMasks {
+  Tensor mask;     // bool (data shape..., J): update j of this row lands here
+  Tensor updates;  // (data shape..., J)
+};
+
+ScatterMasks scatter_masks(NodeContext& n, const Tensor& data, const Tensor& idx, const Tensor& upd, int64_t axis) {
+  int64_t len = data.dim(axis), j = idx.dim(axis);
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  for (int64_t d = 0; d < data.ndim(); ++d) pads.push_back({0, d == axis ? 0 : data.dim(d) - idx.dim(d)});
+  Tensor ip = wrap_index(idx, len).pad(pads, -1.0);  // rows outside the updates never match
+  Tensor up = upd.pad(pads, 0.0);
+  Shape full = data.shape();
+  full.push_back(j);
+  Tensor ie = axis_last(ip, axis).unsqueeze(axis).expand(full);
+  Tensor ue = axis_last(up, axis).unsqueeze(axis).expand(full);
+  Tensor k = along(iota(n, len), axis, data.ndim()).unsqueeze(-1);
+  return {ie.eq(k), ue};
+}
+
+Tensor scatter(NodeContext& n, const Tensor& data, const ScatterMasks& m, const std::string& reduction) {
+  Tensor any = m.mask.cast(dtypes::int32).sum({-1}).gt(m.mask.like(0.0).cast(dtypes::int32));
+  if (reduction == "mul") return data.mul(m.mask.where(m.updates, m.updates.like(1.0)).prod({-1}));
+  Tensor sum = m.mask.where(m.updates, m.updates.like(0.0)).sum({-1});
+  if (reduction == "add") return data.add(sum);
+  if (reduction == "none" || reduction.empty()) return any.where(sum, data);
+  n.unsupported("reduction '" + reduction + "'");
+}
+
+std::vector<int64_t> axes_input_or_attr(NodeContext& n, int opset_input) {
+  if (n.opset() >= opset_input) return n.has_input(1) ? n.const_ints(1) : std::vector<int64_t>{};
+  return n.attr_ints("axes", std::vector<int64_t>{});
+}
+
+Tensor pad_mode(NodeContext& n, const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode, double value) {
+  int64_t r = x.ndim();
+  if (static_cast<int64_t>(pads.size()) != 2 * r) n.invalid("pads has " + std::to_string(pads.size()) + " values for rank " + std::to_string(r));
+  std::vector<std::pair<int64_t, int64_t>> pp;
+  for (int64_t i = 0; i < r; ++i) pp.push_back({pads[static_cast<size_t>(i)], pads[static_cast<size_t>(i + r)]});
+  if (mode == "constant") return x.pad(pp, value);
+  if (mode != "reflect" && mode != "edge") n.unsupported("pad mode '" + mode + "'");
+  Tensor y = x;
+  for (int64_t a = 0; a < r; ++a) {
+    auto [lo, hi] = pp[static_cast<size_t>(a)];
+    if (lo < 0 || hi < 0) n.unsupported("negative pads with mode '" + mode + "'");
+    int64_t len = y.dim(a);
+    auto part = [&](int64_t b, int64_t e) {
+      std::vector<std::pair<int64_t, int64_t>> bd;
+      for (int64_t d = 0; d < r; ++d) bd.push_back(d == a ? std::make_pair(b, e) : std::make_pair(int64_t{0}, y.dim(d)));
+      return y.shrink(bd);
+    };
+    std::vector<Tensor> parts;
+    if (lo > 0) {
+      if (mode == "edge") parts.push_back(part(0, 1).expand([&] { Shape s = y.shape(); s[static_cast<size_t>(a)] = lo; return s; }()));
+      else {
+        if (lo >= len) n.invalid("reflect padding larger than the axis");
+        parts.push_back(part(1, lo + 1).flip({a}));
+      }
+    }
+    parts.push_back(y);
+    if (hi > 0) {
+      if (mode == "edge") parts.push_back(part(len - 1, len).expand([&] { Shape s = y.shape(); s[static_cast<size_t>(a)] = hi; return s; }()));
+      else {
+        if (hi >= len) n.invalid("reflect padding larger than the axis");
+        parts.push_back(part(len - 1 - hi, len - 1).flip({a}));
+      }
+    }
+    if (parts.size() > 1) y = concat(parts, a);
+  }
+  return y;
+}
+
+}  // namespace
+
+void register_movement_ops(OpRegistry& r) {
+  r["Identity"] = [](NodeContext& n) { return V{n.input(0)}; };
+  r["Reshape"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    std::vector<int64_t> s = n.opset() >= 5 ? n.const_ints(1) : n.attr_ints("shape");
+    bool allowzero = n.attr_int("allowzero", 0) != 0;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] == 0 && !allowzero) {
+        if (static_cast<int64_t>(i) >= x.ndim()) n.invalid("shape has a 0 beyond the input's rank");
+        s[i] = x.dim(static_cast<int64_t>(i));
+      }
+    return V{x.reshape(s)};
+  };
+  r["Flatten"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    int64_t axis = n.attr_int("axis", 1);
+    if (axis < 0) axis += x.ndim();
+    if (axis < 0 || axis > x.ndim()) n.invalid("axis out of range");
+    int64_t outer = shape_numel(Shape(x.shape().begin(), x.shape().begin() + axis));
+    return V{x.reshape({outer, shape_numel(Shape(x.shape().begin() + axis, x.shape().end()))})};
+  };
+  r["Transpose"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    std::vector<int64_t> perm(static_cast<size_t>(x.ndim()));
+    std::iota(perm.rbegin(), perm.rend(), 0);
+    return V{x.permute(n.attr_ints("perm", perm))};
+  };
+  r["Squeeze"] = [](NodeContext& n) { return V{n.input(0).squeeze(axes_input_or_attr(n, 13))}; };
+  r["Unsqueeze"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    std::vector<int64_t> axes = axes_input_or_attr(n, 13);
+    int64_t out_rank = x.ndim() + static_cast<int64_t>(axes.size());
+    for (int64_t& a : axes) a = norm_axis(a, out_rank, n);
+    std::sort(axes.begin(), axes.end());
+    Shape s;
+    size_t k = 0, src = 0;
+    for (int64_t i = 0; i < out_rank; ++i) {
+      if (k < axes.size() && axes[k] == i) {
+        s.push_back(1);
+        ++k;
+      } else {
+        s.push_back(x.shape()[src++]);
+      }
+    }
+    return V{x.reshape(s)};
+  };
+  r["Concat"] = [](NodeContext& n) {
+    std::vector<Tensor> xs;
+    for (size_t i = 0; i < n.num_inputs(); ++i) xs.push_back(n.input(i));
+    return V{concat(xs, n.attr_int("axis"))};
+  };
+  r["Split"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    int64_t axis = norm_axis(n.attr_int("axis", 0), x.ndim(), n);
+    std::vector<int64_t> sizes = n.opset() >= 13 ? (n.has_input(1) ? n.const_ints(1) : std::vector<int64_t>{})
+                                                 : n.attr_ints("split", std::vector<int64_t>{});
+    if (sizes.empty()) {
+      int64_t parts = static_cast<int64_t>(n.num_outputs()), len = x.dim(axis);
+      int64_t each = (len + parts - 1) / parts;
+      for (int64_t p = 0; p < parts; ++p) sizes.push_back(std::min(each, len - p * each));
+    }
+    return split(x, axis, sizes);
+  };
+  r["Slice"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (n.opset() < 10) {
+      starts = n.attr_ints("starts");
+      ends = n.attr_ints("ends");
+      axes = n.attr_ints("axes", std::vector<int64_t>{});
+    } else {
+      starts = n.const_ints(1);
+      ends = n.const_ints(2);
+      if (n.has_input(3)) axes = n.const_ints(3);
+      if (n.has_input(4)) steps = n.const_ints(4);
+    }
+    for (auto* v : {&starts, &ends})
+      for (int64_t& e : *v) e = std::clamp<int64_t>(e, -(int64_t{1} << 40), int64_t{1} << 40);
+    return V{slice(x, starts, ends, axes, steps)};
+  };
+  r["Gather"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    return V{x.gather(n.input(1), n.attr_int("axis", 0))};
+  };
+  r["GatherElements"] = [](NodeContext& n) {
+    Tensor x = n.input(0), idx = n.input(1);
+    if (idx.ndim() != x.ndim()) n.invalid("indices and data differ in rank");
+    return V{gather_elements(n, x, idx, norm_axis(n.attr_int("axis", 0), x.ndim(), n))};
+  };
+  r["GatherND"] = [](NodeContext& n) {
+    Tensor x = n.input(0), idx = n.input(1).cast(dtypes::int64);
+    int64_t b = n.attr_int("batch_dims", 0), m = idx.dim(-1);
+    if (m > x.ndim() - b) n.invalid("index tuples longer than the data's rank");
+    // The index tuple as one linear index over the m indexed axes (negative indices wrap).
+    Tensor lin;
+    int64_t stride = 1;
+    for (int64_t j = m - 1; j >= 0; --j) {
+      int64_t len = x.dim(b + j);
+      std::vector<std::pair<int64_t, int64_t>> bd;
+      for (int64_t d = 0; d < idx.ndim(); ++d) bd.push_back(d == idx.ndim() - 1 ? std::make_pair(j, j + 1) : std::make_pair(int64_t{0}, idx.dim(d)));
+      Tensor part = wrap_index(idx.shrink(bd).squeeze({-1}), len).mul(idx.like(static_cast<double>(stride)));
+      lin = lin.valid() ? lin.add(part) : part;
+      stride *= len;
+    }
+    Shape bshape(x.shape().begin(), x.shape().begin() + b);
+    int64_t nb = shape_numel(bshape);
+    Shape rest(x.shape().begin() + b + m, x.shape().end());
+    Shape flat = {nb * stride};
+    flat.insert(flat.end(), rest.begin(), rest.end());
+    if (b > 0) {
+      // Offset each index by its batch.
+      Shape ib(idx.shape().begin(), idx.shape().begin() + b);
+      Tensor bid = iota(n, nb).reshape(ib);
+      Shape s = ib;
+      s.resize(static_cast<size_t>(idx.ndim() - 1), 1);
+      lin = lin.add(bid.reshape(s).mul(bid.like(static_cast<double>(stride))));
+    }
+    return V{x.reshape(flat).gather(lin, 0)};
+  };
+  auto scatter_elems = [](NodeContext& n) {
+    Tensor x = n.input(0), idx = n.input(1), upd = n.input(2);
+    int64_t axis = norm_axis(n.attr_int("axis", 0), x.ndim(), n);
+    return V{scatter(n, x, scatter_masks(n, x, idx, upd, axis), n.attr_string("reduction", "none"))};
+  };
+  r["ScatterElements"] = scatter_elems;
+  r["Scatter"] = scatter_elems;
+  r["ScatterND"] = [](NodeContext& n) {
+    Tensor x = n.input(0), idx = n.input(1).cast(dtypes::int64), upd = n.input(2);
+    int64_t m = idx.dim(-1);
+    Shape lead(x.shape().begin(), x.shape().begin() + m), rest(x.shape().begin() + m, x.shape().end());
+    int64_t q = shape_numel(lead);
+    Tensor lin;
+    int64_t stride = 1;
+    for (int64_t j = m - 1; j >= 0; --j) {
+      std::vector<std::pair<int64_t, int64_t>> bd;
+      for (int64_t d = 0; d < idx.ndim(); ++d) bd.push_back(d == idx.ndim() - 1 ? std::make_pair(j, j + 1) : std::make_pair(int64_t{0}, idx.dim(d)));
+      Tensor part = wrap_index(idx.shrink(bd).squeeze({-1}), x.dim(j)).mul(idx.like(static_cast<double>(stride)));
+      lin = lin.valid() ? lin.add(part) : part;
+      stride *= x.dim(j);
+    }
+    int64_t p = lin.numel();
+    Shape xf = {q};
+    xf.insert(xf.end(), rest.begin(), rest.end());
+    Shape uf = {p};
+    uf.insert(uf.end(), rest.begin(), rest.end());
+    Tensor data = x.reshape(xf);
+    Tensor u = upd.reshape(uf);
+    // mask[q, p]: update p lands on row q.
+    Tensor mask = iota(n, q).reshape({q, 1}).eq(lin.reshape({1, p}));
+    Shape ms = {q, p};
+    ms.resize(ms.size() + rest.size(), 1);
+    Tensor mk = mask.reshape(ms);
+    Shape us = {1, p};
+    us.insert(us.end(), rest.begin(), rest.end());
+    Tensor ue = u.reshape(us);
+    std::string red = n.attr_string("reduction", "none");
+    Tensor out;
+    if (red == "mul") out = data.mul(mk.where(ue, ue.like(1.0)).prod({1}));
+    else {
+      Tensor sum = mk.where(ue, ue.like(0.0)).sum({1});
+      if (red == "add") out = data.add(sum);
+      else if (red == "none") out = mk.cast(dtypes::int32).sum({1}).gt(mk.like(0.0).cast(dtypes::int32)).where(sum, data);
+      else n.unsupported("reduction '" + red + "'");
+    }
+    return V{out.reshape(x.shape())};
+  };
+  r["Expand"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    std::vector<int64_t> s = n.const_ints(1);
+    return V{x.expand(broadcast_shapes(x.shape(), s, "Expand"))};
+  };
+  r["Tile"] = [](NodeContext& n) { return V{tile(n.input(0), n.const_ints(1))}; };
+  r["Pad"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    std::string mode = n.attr_string("mode", "constant");
+    if (n.opset() < 11) return V{pad_mode(n, x, n.attr_ints("pads"), mode, n.attr_float("value", 0.0))};
+    std::vector<int64_t> pads = n.const_ints(1);
+    double value = 0.0;
+    if (n.has_input(2)) {
+      std::vector<double> v = n.const_floats(2);
+      if (!v.empty()) value = v[0];
+    }
+    return V{pad_mode(n, x, pads, mode, value)};
+  };
+  r["DepthToSpace"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    int64_t b = n.attr_int("blocksize"), N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+    bool crd = n.attr_string("mode", "DCR") == "CRD";
+    Tensor t = crd ? x.reshape({N, C / (b * b), b, b, H, W}).permute({0, 1, 4, 2, 5, 3})
+                   : x.reshape({N, b, b, C / (b * b), H, W}).permute({0, 3, 4, 1, 5, 2});
+    return V{t.reshape({N, C / (b * b), H * b, W * b})};
+  };
+  r["SpaceToDepth"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    int64_t b = n.attr_int("blocksize"), N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+    return V{x.reshape({N, C, H / b, b, W / b, b}).permute({0, 3, 5, 1, 2, 4}).reshape({N, C * b * b, H / b, W / b})};
+  };
+  r["ReverseSequence"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    int64_t ta = n.attr_int("time_axis", 0), ba = n.attr_int("batch_axis", 1);
+    Tensor lens = n.input(1).cast(dtypes::int64);
+    int64_t T = x.dim(ta);
+    Tensor t = along(iota(n, T), ta, x.ndim());
+    Tensor l = along(lens, ba, x.ndim());
+    Tensor idx = t.lt(l).where(l.sub(t).sub(t.like(1.0)), t).expand(x.shape());
+    return V{gather_elements(n, x, idx, ta)};
+  };
+}
+
+}  // namespace kiln::onnxfe

@@ -1,0 +1,301 @@
+// The ONNX importer's contract beyond single ops (which the conformance suite covers): problems
+// collected over the whole model into one error, dynamic dims bound or listed, shape-computing
+// subgraphs folded once dims are bound, --freeze, external data, and opsets below 7.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "compiler/driver/pipeline.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/support/error.h"
+#include "compiler/tensor/tensor.h"
+
+namespace kiln {
+namespace {
+
+// A small builder for test models.
+struct ModelBuilder {
+  onnx::ModelProto m;
+  explicit ModelBuilder(int opset = 13) {
+    m.set_ir_version(7);
+    auto* op = m.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    m.mutable_graph()->set_name("test");
+  }
+  onnx::GraphProto& g() { return *m.mutable_graph(); }
+  // dims: >= 0 fixed, else a dim parameter named by `params`.
+  void input(const std::string& name, std::vector<int64_t> dims, std::vector<std::string> params = {},
+             int type = onnx::TensorProto::FLOAT) {
+    auto* vi = g().add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    auto* shape = tt->mutable_shape();
+    size_t p = 0;
+    for (int64_t d : dims) {
+      auto* dim = shape->add_dim();
+      if (d >= 0) dim->set_dim_value(d);
+      else dim->set_dim_param(params.at(p++));
+    }
+  }
+  // dims: -1 is an unknown dim.
+  void output(const std::string& name, std::vector<int64_t> dims, int type = onnx::TensorProto::FLOAT) {
+    auto* vi = g().add_output();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : dims) {
+      auto* dim = shape->add_dim();
+      if (d >= 0) dim->set_dim_value(d);
+    }
+  }
+  onnx::NodeProto& node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                        const std::string& name = "") {
+    auto* n = g().add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? out.at(0) + "_node" : name);
+    for (auto& i : in) n->add_input(i);
+    for (auto& o : out) n->add_output(o);
+    return *n;
+  }
+  onnx::TensorProto& int64_init(const std::string& name, std::vector<int64_t> v) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+    return *t;
+  }
+};
+
+std::string import_error(ModelBuilder& b, const OnnxImportOptions& o = {}) {
+  Graph g;
+  try {
+    import_onnx_model(b.m, ".", g, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OnnxImporter, UnsupportedOpsAreCollectedIntoOneError) {
+  ModelBuilder b;
+  b.input("x", {4});
+  b.node("Relu", {"x"}, {"a"});
+  b.node("Unique", {"a"}, {"u"}, "first_bad");
+  b.node("Abs", {"a"}, {"c"});
+  b.node("NonMaxSuppression", {"c", "c"}, {"n"}, "second_bad");
+  b.node("Neg", {"u"}, {"d"});  // depends on a failed node: not reported again
+  b.output("d", {-1});
+  b.output("n", {-1, 3}, onnx::TensorProto::INT64);
+  Graph g;
+  try {
+    import_onnx_model(b.m, ".", g, {});
+    FAIL() << "imported a model with unsupported ops";
+  } catch (const UnsupportedModel& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("2 problems"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("node 'first_bad' (Unique, opset 13): unsupported op"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("node 'second_bad' (NonMaxSuppression, opset 13)"), std::string::npos) << msg;
+  }
+  EXPECT_TRUE(g.outputs().empty());  // nothing is built
+}
+
+TEST(OnnxImporter, UnboundDynamicDimsAreListedByInputAndAxis) {
+  ModelBuilder b;
+  b.input("tokens", {-1, -1}, {"batch", "seq"});
+  b.input("mask", {2, -1}, {"seq"});
+  b.node("Add", {"tokens", "mask"}, {"y"});
+  b.output("y", {-1, -1});
+  std::string msg = import_error(b);
+  EXPECT_NE(msg.find("input 'tokens' axis 0 ('batch')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("input 'tokens' axis 1 ('seq')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("input 'mask' axis 1 ('seq')"), std::string::npos) << msg;
+
+  OnnxImportOptions o;
+  o.dims = {{"batch", 2}, {"seq", 5}};
+  Graph g;
+  import_onnx_model(b.m, ".", g, o);
+  ASSERT_EQ(g.outputs().size(), 1u);
+  EXPECT_EQ(g.outputs()[0].node->shape(), (Shape{2, 5}));
+
+  OnnxImportOptions bad;
+  bad.dims = {{"batch", 2}, {"seq", 5}, {"sequence", 5}};
+  EXPECT_NE(import_error(b, bad).find("--dim: no input has a dim parameter named 'sequence'"),
+            std::string::npos);
+  OnnxImportOptions shapes;
+  shapes.shapes = {{"tokens", {2, 5}}, {"mask", {2, 5}}};
+  EXPECT_EQ(import_error(b, shapes), "");
+  shapes.shapes["mask"] = {3, 5};
+  EXPECT_NE(import_error(b, shapes).find("--shape mask: axis 0 is 3, the model fixes it to 2"),
+            std::string::npos);
+}
+
+TEST(OnnxImporter, ShapeSubgraphsFoldOnceDimsAreBound) {
+  // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])): flatten all but the dynamic batch.
+  ModelBuilder b;
+  b.input("x", {-1, 3, 4}, {"batch"});
+  b.int64_init("zero", {0});
+  b.int64_init("minus_one", {-1});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Gather", {"s", "zero"}, {"n"});
+  b.node("Concat", {"n", "minus_one"}, {"shape"}).add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y", {-1, -1});
+  OnnxImportOptions o;
+  o.dims = {{"batch", 6}};
+  Graph g;
+  import_onnx_model(b.m, ".", g, o);
+  ASSERT_EQ(g.outputs().size(), 1u);
+  EXPECT_EQ(g.outputs()[0].node->shape(), (Shape{6, 12}));
+  // The shape arithmetic is gone: the plan is at most one copy kernel.
+  Plan p = plan_graph(g, {});
+  EXPECT_LE(p.launches.size(), 1u);
+}
+
+TEST(OnnxImporter, FreezeMakesACompileTimeInputAConstant) {
+  ModelBuilder b;
+  b.input("x", {2, 6});
+  b.input("shape", {2}, {}, onnx::TensorProto::INT64);
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y", {-1, -1});
+  Graph g;
+  try {
+    import_onnx_model(b.m, ".", g, {});
+    FAIL() << "imported a Reshape whose shape is a model input";
+  } catch (const UnsupportedModel& e) {
+    EXPECT_NE(std::string(e.what()).find("kilnc --freeze shape=FILE.npy"), std::string::npos) << e.what();
+  }
+  OnnxImportOptions o;
+  NDArray shape(dtypes::int64, {2});
+  shape.set(0, ConstValue::of_int(3));
+  shape.set(1, ConstValue::of_int(4));
+  o.frozen.emplace("shape", shape);
+  Graph g2;
+  import_onnx_model(b.m, ".", g2, o);
+  EXPECT_EQ(g2.inputs().size(), 1u);  // the frozen input is gone
+  EXPECT_EQ(g2.outputs()[0].node->shape(), (Shape{3, 4}));
+
+  OnnxImportOptions wrong;
+  wrong.frozen.emplace("shape", NDArray(dtypes::int32, {2}));
+  EXPECT_NE(import_error(b, wrong).find("--freeze shape: the value is int32, the input is int64"),
+            std::string::npos);
+}
+
+TEST(OnnxImporter, ExternalDataIsReadFromTheModelsFolder) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "kiln_onnx_external_test";
+  fs::create_directories(dir);
+  std::vector<float> w = {1.5f, -2.0f, 3.25f, 4.0f};
+  {
+    std::ofstream f(dir / "weights.bin", std::ios::binary);
+    f.write("pad!", 4);
+    f.write(reinterpret_cast<const char*>(w.data()), 16);
+  }
+  auto model = [&](const std::string& location) {
+    ModelBuilder b;
+    b.input("x", {4});
+    auto* t = b.g().add_initializer();
+    t->set_name("w");
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(4);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add = [&](const char* k, const std::string& v) {
+      auto* e = t->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    add("location", location);
+    add("offset", "4");
+    add("length", "16");
+    b.node("Mul", {"x", "w"}, {"y"});
+    b.output("y", {4});
+    return b;
+  };
+  ModelBuilder good = model("weights.bin");
+  Graph g;
+  OnnxImportOptions o;
+  o.run_checker = false;  // the checker wants the data file beside the process's folder
+  import_onnx_model(good.m, dir.string(), g, o);
+  ASSERT_EQ(g.weight_nodes().size(), 1u);
+  const NDArray& got = g.weight(g.weight_nodes()[0]->buffer().id);
+  ASSERT_EQ(got.numel(), 4);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(got.get(i).as_double(), w[static_cast<size_t>(i)]);
+
+  ModelBuilder escape = model("../../etc/passwd");
+  Graph g2;
+  try {
+    import_onnx_model(escape.m, dir.string(), g2, o);
+    FAIL() << "external data outside the model's folder was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves the model's folder"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(OnnxImporter, OpsBelowOpset7AreBuiltWhenTheirDefinitionIsOpset7s) {
+  ModelBuilder b(6);
+  b.input("x", {4});
+  b.node("Elu", {"x"}, {"y"});  // Elu-6 is also opset 7's definition
+  b.output("y", {4});
+  EXPECT_EQ(import_error(b), "");
+
+  ModelBuilder old(4);
+  old.input("x", {2, 2});
+  old.node("Reshape", {"x"}, {"y"}).add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;  // Reshape-1 took the shape as an attribute; opset 5 changed it
+    a.set_name("shape");
+    a.set_type(onnx::AttributeProto::INTS);
+    a.add_ints(4);
+    return a;
+  }());
+  old.output("y", {4});
+  OnnxImportOptions o;
+  o.run_checker = false;
+  std::string msg = import_error(old, o);
+  EXPECT_NE(msg.find("(Reshape, opset 4): kiln implements this op from its opset-7 definition"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(OnnxImporter, MalformedModelsGetClearErrors) {
+  ModelBuilder noop(18);
+  noop.input("x", {1});
+  noop.node("Relu", {"x"}, {"y"});
+  noop.output("y", {1});
+  EXPECT_NE(import_error(noop).find("opset 18; kiln imports opsets up to 17"), std::string::npos);
+
+  ModelBuilder dangling;
+  dangling.input("x", {1});
+  dangling.node("Relu", {"nowhere"}, {"y"});
+  dangling.output("y", {1});
+  EXPECT_NE(import_error(dangling).find("the ONNX checker rejects the model"), std::string::npos);
+
+  namespace fs = std::filesystem;
+  fs::path junk = fs::temp_directory_path() / "kiln_junk_model.onnx";
+  {
+    std::ofstream f(junk, std::ios::binary);
+    f << "\xff\xff\xff this is not a protobuf";
+  }
+  Graph g;
+  try {
+    import_onnx(junk.string(), g, {});
+    FAIL() << "a junk file imported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a valid ONNX model"), std::string::npos) << e.what();
+  }
+  fs::remove(junk);
+}
+
+}  // namespace
+}  // namespace kiln
