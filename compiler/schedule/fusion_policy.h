@@ -7,8 +7,9 @@
 //    than a round trip through memory, and the linearizer hoists loop-invariant work;
 //  - a reduction is inlined when every value it produces is computed once in the consumer's loop
 //    nest, i.e. its index depends on an outer prefix of the enclosing loops (the linearizer places
-//    it at the depth of its innermost dependency, so no enclosing loop repeats it). Otherwise it is
-//    kept: inlining would recompute it `recompute` times.
+//    it at the depth of its innermost dependency, so no enclosing loop repeats it) and the loops
+//    it depends on do not revisit its values (a sliding window does: more iterations than
+//    values). Otherwise it is kept: inlining would recompute it `recompute` times.
 #pragma once
 
 #include <cstdint>

@@ -215,6 +215,13 @@ class Lowerer {
     for (int p = 0; p <= last; ++p)
       if (std::find(used.begin(), used.end(), loops_[static_cast<size_t>(p)]) == used.end())
         q.recompute *= loops_[static_cast<size_t>(p)]->src[0]->cval().i;
+    // The used loops can also revisit values: a sliding window (output position + window offset)
+    // reads each value about window-size times. More iterations than the node has values means
+    // that many recomputations at least.
+    int64_t iterations = 1;
+    for (const UOp* r : used) iterations *= r->src[0]->cval().i;
+    int64_t values = std::max<int64_t>(1, shape_numel(n->shape()));
+    if (iterations > values) q.recompute *= (iterations + values - 1) / values;
     return q;
   }
 

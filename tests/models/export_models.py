@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""Exports the real-model test set with seeded random weights at ONNX opset 13, each with an input
+and PyTorch's output on it: OUT_DIR/NAME/{model.onnx, input.npy, reference.npy}.
+
+  resnet18, mobilenet_v2, squeezenet1_1   torchvision classifiers, 1x3x224x224 float32 input
+  transformer                              embedding of int64 ids (1x128, vocab 1000) + a 2-layer
+                                           nn.TransformerEncoder (d_model 256, 4 heads, ffn 1024)
+
+No pretrained weights are downloaded. torchvision's init leaves batch norms as identities (and
+mobilenet_v2's activations near zero), so every batch norm gets seeded random statistics and
+affine parameters, which keeps activations in a trained network's range and makes the top-1
+class meaningful to compare.
+Usage: export_models.py OUT_DIR [NAME ...]
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torchvision
+
+OPSET = 13
+
+
+class Transformer(torch.nn.Module):
+    def __init__(self, vocab=1000, d_model=256, heads=4, ffn=1024, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, d_model)
+        layer = torch.nn.TransformerEncoderLayer(d_model, heads, ffn, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, ids):
+        return self.encoder(self.embed(ids))
+
+
+def classifier(name):
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None)
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                n = m.num_features
+                m.weight.copy_(0.5 + torch.rand(n, generator=g))
+                m.bias.copy_(0.1 * torch.randn(n, generator=g))
+                m.running_mean.copy_(0.1 * torch.randn(n, generator=g))
+                m.running_var.copy_(0.5 + torch.rand(n, generator=g))
+    model.eval()
+    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+    return model, x, "input"
+
+
+def transformer():
+    torch.manual_seed(0)
+    model = Transformer()
+    model.eval()
+    ids = torch.randint(0, 1000, (1, 128), generator=torch.Generator().manual_seed(1))
+    return model, ids, "ids"
+
+
+MODELS = {
+    "resnet18": lambda: classifier("resnet18"),
+    "mobilenet_v2": lambda: classifier("mobilenet_v2"),
+    "squeezenet1_1": lambda: classifier("squeezenet1_1"),
+    "transformer": transformer,
+}
+
+
+def export(name, out_dir):
+    model, x, input_name = MODELS[name]()
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    # nn.TransformerEncoder takes a fused fast path under no_grad that cannot be exported, so the
+    # export and the reference both run with grad enabled.
+    with torch.enable_grad():
+        ref = model(x).detach().numpy()
+        torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=OPSET,
+                          input_names=[input_name], output_names=["output"],
+                          do_constant_folding=True)
+    np.save(os.path.join(d, "input.npy"), x.numpy())
+    np.save(os.path.join(d, "reference.npy"), ref)
+    print(f"{name}: {os.path.join(d, 'model.onnx')} input {tuple(x.shape)} output {ref.shape}")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: export_models.py OUT_DIR [NAME ...]")
+    names = sys.argv[2:] or list(MODELS)
+    for n in names:
+        export(n, sys.argv[1])
+
+
+if __name__ == "__main__":
+    main()
