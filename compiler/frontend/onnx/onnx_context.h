@@ -85,6 +85,7 @@ void register_reduction_ops(OpRegistry& r);
 void register_movement_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
 void register_misc_ops(OpRegistry& r);
+void register_loss_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
 

@@ -389,6 +389,7 @@ const OpRegistry& op_registry() {
     register_movement_ops(reg);
     register_nn_ops(reg);
     register_misc_ops(reg);
+    register_loss_ops(reg);
     return reg;
   }();
   return r;
