@@ -19,6 +19,55 @@ int64_t pick_divisor(int64_t n, int64_t cap) {
   return 1;
 }
 
+// The loads of the contraction's products (the operands of the MUL under a REDUCE(ADD)).
+std::vector<const UOp*> product_loads(const UOp* ast) {
+  std::vector<const UOp*> loads;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::REDUCE && u->op_arg() == Op::ADD && u->src[0]->op == Op::MUL)
+      for (const UOp* m : u->src[0]->src)
+        for (const UOp* x : m->toposort())
+          if (x->op == Op::LOAD && std::find(loads.begin(), loads.end(), x) == loads.end())
+            loads.push_back(x);
+  return loads;
+}
+
+// The coefficient of `r` in an index that is a sum of (range * constant) terms: 0 if the index
+// does not use r, -1 if it uses it in some other way (div, mod, a product of ranges).
+int64_t stride_of(const UOp* idx, const UOp* r) {
+  if (idx->op == Op::WHERE) idx = idx->src[1];  // a gated index: the address when valid
+  int64_t coef = 0;
+  std::vector<const UOp*> stack{idx};
+  while (!stack.empty()) {
+    const UOp* t = stack.back();
+    stack.pop_back();
+    if (t->op == Op::ADD) {
+      stack.push_back(t->src[0]);
+      stack.push_back(t->src[1]);
+    } else if (t == r) {
+      coef += 1;
+    } else if (t->op == Op::MUL && t->src[0] == r && t->src[1]->op == Op::CONST) {
+      coef += t->src[1]->cval().i;
+    } else if (t->op == Op::MUL && t->src[1] == r && t->src[0]->op == Op::CONST) {
+      coef += t->src[0]->cval().i;
+    } else {
+      for (const UOp* x : t->ranges())
+        if (x == r) return -1;
+    }
+  }
+  return coef;
+}
+
+int64_t load_stride(const UOp* load, const UOp* r) {
+  const UOp* index = load->src[0];  // INDEX(buf, idx)
+  return stride_of(index->src[1], r);
+}
+
+bool depends_on(const UOp* u, const UOp* range) {
+  for (const UOp* r : u->ranges())
+    if (r == range) return true;
+  return false;
+}
+
 const UOp* store_of(const UOp* ast) {
   return ast->src.empty() ? nullptr : ast->src[0];
 }
@@ -54,6 +103,74 @@ const UOp* contiguous_loop(const UOp* ast, const KernelRanges& kr) {
   return nullptr;
 }
 
+// A contraction's register tile. The vector axis V is an output loop along which one product
+// operand is contiguous and every other operand is contiguous too or does not vary (no per-lane
+// gathers): a GEMM's N, a convolution's output channels (its weights are packed with the output
+// channel innermost), a depthwise convolution's W. Operands that do not vary along V are
+// broadcast; the tile's other axes are loops along which the vector operand does not vary, so
+// each vector load feeds several accumulators. Sizes are powers of two so the tile is a whole
+// number of vector registers, about 8 of them (AVX2 has 16). The last upcast is the lane axis.
+void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width,
+                      std::vector<Opt>& opts) {
+  std::vector<const UOp*> loads = product_loads(ast);
+  const UOp* vec = nullptr;
+  int best = -1;
+  for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
+    const UOp* r = *it;
+    if (size_of(r) % width != 0 && size_of(r) < width) continue;
+    bool contiguous = false, gathers = false;
+    for (const UOp* l : loads) {
+      int64_t st = load_stride(l, r);
+      if (st == 1)
+        contiguous = true;
+      else if (st != 0)
+        gathers = true;
+    }
+    if (!contiguous || gathers) continue;
+    int score = 1 + (size_of(r) % width == 0 ? 2 : 0);
+    if (score > best) {
+      best = score;
+      vec = r;
+    }
+  }
+  if (!vec) {
+    // No clean vector axis: the store's contiguous axis, as for elementwise kernels.
+    vec = contiguous_loop(ast, kr);
+    if (!vec) return;
+  }
+  int64_t lanes = pick_divisor(size_of(vec), width);
+  // Accumulator budget in lanes: 8 vector registers.
+  int64_t budget = 8 * width / std::max<int64_t>(1, lanes);
+  std::vector<Opt> tile;
+  for (auto it = kr.loops.rbegin(); it != kr.loops.rend() && budget >= 2; ++it) {
+    const UOp* r = *it;
+    if (r == vec) continue;
+    bool reuses = true;
+    for (const UOp* l : loads)
+      if (load_stride(l, vec) == 1 && depends_on(l, r)) reuses = false;
+    if (!reuses) continue;
+    int64_t up = 1;
+    for (int64_t p = budget; p >= 2; p /= 2)
+      if (size_of(r) % p == 0) {
+        up = p;
+        break;
+      }
+
+    if (up > 1) {
+      tile.push_back({OptKind::Upcast, r->range().id, up});
+      budget /= up;
+    }
+  }
+  if (tile.empty() && size_of(vec) % (2 * lanes) == 0 && lanes == width) lanes *= 2;
+  opts.insert(opts.end(), tile.begin(), tile.end());
+  if (lanes > 1) opts.push_back({OptKind::Upcast, vec->range().id, lanes});
+  for (const UOp* r : kr.reduces) {
+    int64_t un = pick_divisor(size_of(r), 4);
+    if (un > 1) opts.push_back({OptKind::Unroll, r->range().id, un});
+    break;
+  }
+}
+
 }  // namespace
 
 std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
@@ -69,25 +186,11 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   for (const UOp* r : kr.loops) work *= size_of(r);
   for (const UOp* r : kr.reduces) work *= size_of(r);
 
-  const UOp* inner = contiguous_loop(ast, kr);
-  int64_t inner_up = 1;
-  if (inner) {
-    inner_up = pick_divisor(size_of(inner), contraction ? 2 * width : width);
-    if (inner_up > 1) opts.push_back({OptKind::Upcast, inner->range().id, inner_up});
-  }
   if (contraction) {
-    // A second output axis for the register tile: the innermost other loop.
-    for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
-      if (*it == inner) continue;
-      int64_t up = pick_divisor(size_of(*it), 4);
-      if (up > 1) opts.push_back({OptKind::Upcast, (*it)->range().id, up});
-      break;
-    }
-    for (const UOp* r : kr.reduces) {
-      int64_t un = pick_divisor(size_of(r), 4);
-      if (un > 1) opts.push_back({OptKind::Unroll, r->range().id, un});
-      break;
-    }
+    contraction_tile(ast, kr, width, opts);
+  } else if (const UOp* inner = contiguous_loop(ast, kr)) {
+    int64_t up = pick_divisor(size_of(inner), width);
+    if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});
   }
   // Tasks: split the outermost loop (or what remains of it after upcasting).
   if (work >= (int64_t{1} << 16)) {

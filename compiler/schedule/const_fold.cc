@@ -108,6 +108,18 @@ class Folder {
       }
       return;
     }
+    // A view of a CONTIGUOUS constant (a weight packed into the layout a kernel reads, then
+    // viewed in its logical layout) folds at the CONTIGUOUS: folding the view would store the
+    // logical layout again and undo the packing.
+    const UOp* v = n;
+    while ((v->op == Op::RESHAPE || v->op == Op::PERMUTE || v->op == Op::EXPAND ||
+            v->op == Op::SHRINK || v->op == Op::FLIP) &&
+           const_only_.count(v->src[0]))
+      v = v->src[0];
+    if (v != n && v->op == Op::CONTIGUOUS) {
+      consider(v);
+      return;
+    }
     int64_t numel = shape_numel(n->shape());
     int64_t limit = std::max<int64_t>(4096, 2 * weight_elements(n));
     if (numel <= limit) {

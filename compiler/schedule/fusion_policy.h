@@ -3,13 +3,22 @@
 // every computing node it reaches while building a kernel.
 //
 // The default policy (DefaultFusionPolicy):
-//  - elementwise ops, casts and movement ops are always inlined: recomputing them is cheaper
-//    than a round trip through memory, and the linearizer hoists loop-invariant work;
+//  - elementwise ops, casts and movement ops are inlined: recomputing them is cheaper than a round
+//    trip through memory, and the linearizer hoists loop-invariant work (but see below);
 //  - a reduction is inlined when every value it produces is computed once in the consumer's loop
 //    nest, i.e. its index depends on an outer prefix of the enclosing loops (the linearizer places
 //    it at the depth of its innermost dependency, so no enclosing loop repeats it) and the loops
 //    it depends on do not revisit its values (a sliding window does: more iterations than
-//    values). Otherwise it is kept: inlining would recompute it `recompute` times.
+//    values). Otherwise it is kept: inlining would recompute it `recompute` times. A reduction
+//    whose values the consumer walks in its own reduce loops (a convolution feeding a global
+//    average pool) is kept too: inlined, its output loops would run inside the consumer's
+//    reduction, where they cannot be tiled or split into tasks;
+//  - an elementwise node computed from such a reduction (a convolution's bias, batch norm and
+//    ReLU; a residual add) that the consumer would recompute is kept, so it becomes the epilogue
+//    of the reduction's kernel instead of being recomputed in the consumer's inner loop;
+//  - a reduction, or an elementwise node computed from one, with several consumers is kept, so
+//    it is computed once (a residual block's output feeds the next block's convolution and its
+//    skip connection).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +34,9 @@ struct FusionQuery {
   std::vector<const UOp*> loops;  // enclosing loops of the consumer, outermost first
   std::vector<const UOp*> used;   // the loops the node's index (and gate) depend on
   int64_t recompute = 1;          // times each value would be recomputed if inlined
+  bool under_reduce = false;      // its index walks one of the consumer's reduce loops
+  bool above_reduction = false;   // elementwise, computed from a reduction not yet materialized
+  int64_t consumers = 1;          // computing nodes that read it (through movement ops)
 };
 
 struct FusionDecision {

@@ -43,6 +43,7 @@ class Lowerer {
   Lowerer(Graph& g, const FusionPolicy& policy) : g_(g), ctx_(g.ctx()), policy_(policy) {}
 
   RangeifyResult run() {
+    count_consumers();
     for (const GraphInput& in : g_.inputs()) {
       int id = new_buffer(in.name, BufferKind::Input, in.buffer);
       realized_[in.buffer] = id;
@@ -85,6 +86,7 @@ class Lowerer {
     if (auto it = realized_.find(n); it != realized_.end()) return it->second;
     int id = new_buffer("t" + std::to_string(n->id()), BufferKind::Intermediate, n);
     realized_[n] = id;
+    reaches_reduction_.clear();  // walks through `n` now stop at its buffer
     work_.push_back(n);
     return id;
   }
@@ -222,7 +224,55 @@ class Lowerer {
     for (const UOp* r : used) iterations *= r->src[0]->cval().i;
     int64_t values = std::max<int64_t>(1, shape_numel(n->shape()));
     if (iterations > values) q.recompute *= (iterations + values - 1) / values;
+    for (const UOp* r : used)
+      if (r->range().kind == AxisKind::Reduce) q.under_reduce = true;
+    if (n->op != Op::REDUCE_AXIS) q.above_reduction = reaches_reduction(n);
+    if (auto it = consumers_.find(n); it != consumers_.end()) q.consumers = it->second;
     return q;
+  }
+
+  static bool walks_reduce(const Idx& idx) {
+    for (const UOp* e : idx)
+      for (const UOp* r : e->ranges())
+        if (r->range().kind == AxisKind::Reduce) return true;
+    return false;
+  }
+
+  // How many computing nodes read each node, looking through movement ops (a PAD read by two
+  // convolutions counts twice for the node it pads).
+  void count_consumers() {
+    std::vector<const UOp*> order = g_.sink()->toposort();
+    std::unordered_map<const UOp*, int64_t> direct;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const UOp* u = *it;
+      int64_t weight = (is_movement_like(u->op) ? std::max<int64_t>(1, consumers_[u]) : 1);
+      std::vector<const UOp*> seen;
+      for (const UOp* s : u->src) {
+        if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
+        seen.push_back(s);
+        consumers_[s] += weight;
+      }
+    }
+  }
+
+  static bool is_movement_like(Op op) {
+    return ops::movement().has(op) || op == Op::WINDOW || op == Op::GATHER;
+  }
+
+  // True if computing `n` inline would compute a reduction (one not already in a buffer).
+  bool reaches_reduction(const UOp* n) {
+    if (auto it = reaches_reduction_.find(n); it != reaches_reduction_.end()) return it->second;
+    bool r = false;
+    if (n->op == Op::REDUCE_AXIS) {
+      r = true;
+    } else if (n->op != Op::BUFFER && n->op != Op::CONTIGUOUS && !realized_.count(n)) {
+      for (const UOp* s : n->src)
+        if (reaches_reduction(s)) {
+          r = true;
+          break;
+        }
+    }
+    return reaches_reduction_[n] = r;
   }
 
   // ---------------------------------------------------------------- lowering
@@ -242,6 +292,13 @@ class Lowerer {
       if (auto it = realized_.find(n); it != realized_.end())
         return load(it->second, n, idx, valid);
       if (n->op == Op::CONTIGUOUS) return load(realize(n), n, idx, valid);
+      // A padded tensor read inside a reduction (a convolution's input) is written out once
+      // with its border: the reduction's inner loop then loads without per-lane bounds checks.
+      if (n->op == Op::PAD && walks_reduce(idx)) {
+        res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ",
+                                          describe_node(n), " -> kept (padding read in a reduction)"));
+        return load(realize(n), n, idx, valid);
+      }
       bool computes =
           alu_arity(n->op) || n->op == Op::REDUCE_AXIS || n->op == Op::CAST || n->op == Op::BITCAST;
       if (computes) {
@@ -385,6 +442,8 @@ class Lowerer {
   std::unordered_map<int, int> arg_of_;
   std::unordered_map<MemoKey, const UOp*, MemoHash> memo_;
   std::vector<const UOp*> loops_;
+  std::unordered_map<const UOp*, int64_t> consumers_;  // see count_consumers
+  std::unordered_map<const UOp*, bool> reaches_reduction_;  // cache; realized nodes stop the walk
   int64_t next_range_ = 0;
 };
 

@@ -85,7 +85,16 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   ws.insert(ws.end(), ns, 1);
   ws.push_back(cg);
   ws.insert(ws.end(), kernel.begin(), kernel.end());
-  Tensor wr = w.reshape(ws);
+  // The weight is stored with the output channels innermost, (C/g, *k, Co), and read back as
+  // (Co, C/g, *k): a kernel's vector of output channels is then one contiguous load. For a constant
+  // weight, constant folding performs the copy at compile time.
+  std::vector<int64_t> to_co_last, from_co_last;
+  for (int64_t j = 1; j < w.ndim(); ++j) to_co_last.push_back(j);
+  to_co_last.push_back(0);
+  from_co_last.push_back(w.ndim() - 1);
+  for (int64_t j = 0; j + 1 < w.ndim(); ++j) from_co_last.push_back(j);
+  Tensor w_packed = w.permute(to_co_last).contiguous().permute(from_co_last);
+  Tensor wr = w_packed.reshape(ws);
   Tensor prod = xs.mul(wr);  // (N, g, Co/g, *o, C/g, *k)
   Tensor r = prod.sum(axes_from(3 + nsp, 1 + nsp));
   Shape out = {n, co};

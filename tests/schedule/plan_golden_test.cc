@@ -100,10 +100,12 @@ TEST(PlanGolden, ConvFollowedByConstantBatchNormHasNoNormKernel) {
   Tensor var = Tensor::weight(g, "var", filled(dtypes::float32, {4}, 2.0));
   g.add_output("y", batch_norm(y, scale, bias, mean, var, 1e-5).uop());
   Plan p = plan_and_check(g);
-  EXPECT_EQ(p.launches.size(), 1u);  // the norm is folded into constants and fused as an epilogue
-  // No sqrt or division is left: the norm's parameters were folded at compile time.
-  const UOp* ast = p.programs[0].ast;
-  EXPECT_EQ(count_ops(ast, Op::SQRT) + count_ops(ast, Op::FDIV), 0);
+  // Two kernels: the padded input, written once, and the convolution with the norm fused as its
+  // epilogue (folded into constants: no sqrt or division is left).
+  ASSERT_EQ(p.launches.size(), 2u);
+  EXPECT_NE(p.launches[0].what.find("PAD"), std::string::npos) << p.launches[0].what;
+  for (const KernelProgram& prog : p.programs)
+    EXPECT_EQ(count_ops(prog.ast, Op::SQRT) + count_ops(prog.ast, Op::FDIV), 0);
 }
 
 TEST(PlanGolden, DiamondGivesThreeGroups) {
@@ -145,7 +147,8 @@ TEST(PlanGolden, PaddingBecomesAGatedLoad) {
 
 TEST(PlanGolden, AReductionUnderAnOuterBroadcastIsKeptAndExplained) {
   // y[i, j] = x[i, j] - mean_i(x)[j]: inlining the mean into the (i, j) loops would recompute it
-  // for every i, so the policy keeps it and says why.
+  // for every i, so the policy keeps it (with its epilogue, the division by the count) and says
+  // why.
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {16, 8});
   g.add_output("y", x.sub(x.mean({0}, true)).uop());
@@ -153,8 +156,7 @@ TEST(PlanGolden, AReductionUnderAnOuterBroadcastIsKeptAndExplained) {
   EXPECT_EQ(p.launches.size(), 2u);
   bool explained = false;
   for (const auto& line : p.fusion_log)
-    explained |= line.find("REDUCE_AXIS") != std::string::npos &&
-                 line.find("kept") != std::string::npos &&
+    explained |= line.find("kept") != std::string::npos &&
                  line.find("recomputed 16 times") != std::string::npos;
   EXPECT_TRUE(explained);
 }
@@ -168,6 +170,75 @@ TEST(PlanGolden, IdenticalKernelsShareOneProgram) {
   Plan p = plan_and_check(g);
   EXPECT_EQ(p.launches.size(), 2u);
   EXPECT_EQ(p.programs.size(), 1u);
+}
+
+// ---- fusion of convolution networks (the policy's window, epilogue and consumer rules) ----
+
+Tensor conv3x3(Graph& g, const Tensor& x, int64_t co, const std::string& name) {
+  Tensor w = Tensor::weight(g, name, filled(dtypes::float32, {co, x.dim(1), 3, 3}, 0.01));
+  return conv(x, w, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1});
+}
+
+int reductions_in(const Plan& p, const Launch& l) {
+  return count_ops(p.programs[static_cast<size_t>(l.program)].ast, Op::REDUCE);
+}
+
+TEST(PlanGolden, AConvolutionsEpilogueStaysWithItAndIsNotRecomputedByTheNextOne) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 10, 10});
+  Tensor a = relu(conv3x3(g, x, 8, "w1").add(1.0));
+  g.add_output("y", conv3x3(g, a, 8, "w2").uop());
+  Plan p = plan_and_check(g);
+  // pad(x), relu(conv1 + 1), pad(a), conv2: each convolution once, in a kernel of its own.
+  ASSERT_EQ(p.launches.size(), 4u);
+  int convs = 0;
+  for (const Launch& l : p.launches) {
+    EXPECT_LE(reductions_in(p, l), 1) << l.what;
+    convs += reductions_in(p, l);
+  }
+  EXPECT_EQ(convs, 2);
+  bool epilogue_kept = false;
+  for (const auto& line : p.fusion_log) epilogue_kept |= line.find("epilogue of a reduction") != std::string::npos;
+  EXPECT_TRUE(epilogue_kept);
+}
+
+TEST(PlanGolden, AResidualBlockOutputReadTwiceIsComputedOnce) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 6, 6});
+  Tensor block = relu(conv3x3(g, x, 8, "w1").add(x));          // read by the skip and by conv2
+  g.add_output("y", relu(conv3x3(g, block, 8, "w2").add(block)).uop());
+  Plan p = plan_and_check(g);
+  int convs = 0;
+  for (const Launch& l : p.launches) convs += reductions_in(p, l);
+  EXPECT_EQ(convs, 2);  // conv1 is not duplicated into the second block's kernel
+}
+
+TEST(PlanGolden, AConvolutionFeedingAGlobalPoolKeepsItsOwnKernel) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 7, 7});
+  g.add_output("y", relu(conv3x3(g, x, 16, "w")).mean({2, 3}).uop());
+  Plan p = plan_and_check(g);
+  // The pool walks the convolution's outputs in its reduce loops: inlined, the convolution could
+  // not be tiled; kept, it is a kernel over (16, 7, 7) and the pool a small kernel after it.
+  bool explained = false;
+  for (const auto& line : p.fusion_log) explained |= line.find("walked by the consumer's reduce loops") != std::string::npos;
+  EXPECT_TRUE(explained);
+  for (const Launch& l : p.launches) EXPECT_LE(reductions_in(p, l), 1) << l.what;
+}
+
+TEST(PlanGolden, ASlidingWindowDoesNotInlineTheReductionItReads) {
+  // Two 3x3 depthwise-like stages: each output of the first is read 9 times by the second.
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 12, 12});
+  Tensor w = Tensor::weight(g, "w", filled(dtypes::float32, {4, 1, 3, 3}, 0.1));
+  ConvParams dw{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 4};  // unpadded: the window reads the reduction directly
+  Tensor y = conv(conv(x, w, nullptr, dw), w, nullptr, dw);
+  g.add_output("y", y.uop());
+  Plan p = plan_and_check(g);
+  for (const Launch& l : p.launches) EXPECT_LE(reductions_in(p, l), 1) << l.what;
+  bool revisit = false;
+  for (const auto& line : p.fusion_log) revisit |= line.find("revisits values") != std::string::npos;
+  EXPECT_TRUE(revisit);
 }
 
 }  // namespace
