@@ -61,7 +61,7 @@ def main():
     if len(sys.argv) < 4:
         sys.exit("usage: check_real_models.py KILNC KILN_RUN WORK_DIR [NAME ...]")
     kilnc, kiln_run, work = sys.argv[1:4]
-    names = sys.argv[4:] or list(export_models.MODELS)
+    names = sys.argv[4:] or ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer"]
     ok = [check(n, kilnc, kiln_run, work) for n in names]
     print(f"real models: {sum(ok)} of {len(ok)} match PyTorch")
     sys.exit(0 if all(ok) else 1)

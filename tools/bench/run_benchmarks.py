@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""kiln against ONNX Runtime on this machine, in one command (see docs/performance.md):
+
+    tools/bench/run_benchmarks.py [--quick] [--models a,b] [--write-docs]
+
+Builds Release (tools/scripts/install-deps.sh first), exports the benchmark models with seeded
+random weights (tests/models/export_models.py), installs onnxruntime-node@1.30.0 with
+`npm install --ignore-scripts` into the build tree, then for each model and for 1 and 2 threads
+runs kiln (`kiln-run --repeat`) and ONNX Runtime (tools/bench/ort_bench.js) alternately, with
+warm-up, and reports median latencies and the ratio kiln/ORT. Outputs of both runtimes are
+compared in the same run. It also measures the FMA peak (tools/bench/fma_peak.c), GEMM kernels
+in GFLOP/s and as a fraction of that peak, each runtime's load-to-ready time and peak resident
+memory. The markdown table is printed, and with --write-docs written to docs/performance.md.
+"""
+import argparse
+import datetime
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(TOP, "tests", "models"))
+import export_models  # noqa: E402
+
+MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "transformer"]
+GEMMS = [(1024, 1024, 1024), (128, 768, 768), (128, 3072, 768), (3136, 64, 576)]  # M, N, K
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def timed(cmd):
+    """Runs cmd under GNU time; returns (stdout, peak RSS in MiB)."""
+    r = subprocess.run(["/usr/bin/time", "-f", "peak_rss_kb: %M"] + cmd, check=True,
+                       capture_output=True, text=True)
+    rss = int(re.search(r"peak_rss_kb: (\d+)", r.stderr).group(1)) / 1024.0
+    return r.stdout, rss
+
+
+def field(text, key):
+    m = re.search(key + r":\s*(?:min=[\d.]+ median=)?([\d.]+)", text)
+    if not m:
+        raise RuntimeError(f"no {key} in:\n{text}")
+    return float(m.group(1))
+
+
+def build(build_dir):
+    sh([os.path.join(TOP, "tools/scripts/install-deps.sh")])
+    sh(["cmake", "-S", TOP, "-B", build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"])
+    sh(["cmake", "--build", build_dir, "--target", "kilnc", "kiln-run", "fma_peak"])
+
+
+def install_ort(build_dir):
+    ort_dir = os.path.join(build_dir, "ort")
+    if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
+        os.makedirs(ort_dir, exist_ok=True)
+        sh(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
+            "onnxruntime-node@1.30.0"], cwd=ort_dir)
+    return ort_dir
+
+
+def bench_model(name, tools, work, rounds, repeat):
+    kilnc, kiln_run, ort_dir = tools
+    export_models.export(name, work)
+    d = os.path.join(work, name)
+    model, pkg = os.path.join(d, "model.onnx"), os.path.join(d, "model.kiln")
+    input_name = "ids" if name == "transformer" else "input"
+    inp = os.path.join(d, "input.npy")
+    t0 = time.monotonic()
+    sh([kilnc, "compile", model, "-o", pkg])
+    compile_s = time.monotonic() - t0
+    row = {"model": name, "compile_s": compile_s}
+    for threads in (1, 2):
+        kiln_ms, ort_ms, kiln_rss, ort_rss, ready, session = [], [], [], [], [], []
+        for _ in range(rounds):  # alternate, so drift in machine speed hits both
+            out, rss = timed([kiln_run, pkg, "--input", f"{input_name}={inp}", "--threads",
+                              str(threads), "--repeat", str(repeat), "--output-dir",
+                              os.path.join(d, "kiln_out")])
+            kiln_ms.append(field(out, "latency_ms"))
+            ready.append(field(out, "ready_ms"))
+            kiln_rss.append(rss)
+            out, rss = timed(["node", os.path.join(TOP, "tools/bench/ort_bench.js"), ort_dir, model,
+                              str(threads), str(repeat), os.path.join(d, "ort_out.npy"),
+                              f"{input_name}={inp}"])
+            ort_ms.append(field(out, "latency_ms"))
+            session.append(field(out, "session_ms"))
+            ort_rss.append(rss)
+        row[f"kiln_{threads}"] = statistics.median(kiln_ms)
+        row[f"ort_{threads}"] = statistics.median(ort_ms)
+        if threads == 1:
+            row["kiln_ready_ms"] = statistics.median(ready)
+            row["ort_session_ms"] = statistics.median(session)
+            row["kiln_rss"] = max(kiln_rss)
+            row["ort_rss"] = max(ort_rss)
+    k = np.load(os.path.join(d, "kiln_out", "output.npy"))
+    o = np.load(os.path.join(d, "ort_out.npy"))
+    row["max_rel_diff"] = float(np.abs(k - o).max() / max(np.abs(o).max(), 1e-30))
+    row["outputs_agree"] = k.shape == o.shape and row["max_rel_diff"] <= 1e-3
+    return row
+
+
+def bench_gemm(m, n, k, tools, work, repeat, peak):
+    kilnc, kiln_run, _ = tools
+    d = os.path.join(work, f"gemm_{m}x{n}x{k}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "gemm.kg"), "w") as f:
+        f.write(f"input a: float32[{m}, {k}]\ninput b: float32[{k}, {n}]\ny = matmul(a, b)\noutput y\n")
+    rng = np.random.default_rng(0)
+    np.save(os.path.join(d, "a.npy"), rng.standard_normal((m, k), dtype=np.float32))
+    np.save(os.path.join(d, "b.npy"), rng.standard_normal((k, n), dtype=np.float32))
+    pkg = os.path.join(d, "gemm.kiln")
+    sh([kilnc, "compile", os.path.join(d, "gemm.kg"), "-o", pkg])
+    out = sh([kiln_run, pkg, "--input", f"a={d}/a.npy", "--input", f"b={d}/b.npy", "--threads", "1",
+              "--repeat", str(repeat), "--output-dir", d])
+    got = np.load(os.path.join(d, "y.npy"))
+    want = np.load(os.path.join(d, "a.npy")) @ np.load(os.path.join(d, "b.npy"))
+    ok = np.abs(got - want).max() <= 1e-3 * np.abs(want).max()
+    ms = field(out, "latency_ms")
+    gflops = 2.0 * m * n * k / (ms * 1e-3) * 1e-9
+    return {"shape": f"{m}×{n}×{k}", "ms": ms, "gflops": gflops, "peak_frac": gflops / peak, "ok": ok}
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def table(rows, gemms, peak, quick):
+    commit = sh(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]).strip()
+    lines = [
+        f"Measured {datetime.date.today().isoformat()} on {cpu_model()} ({os.cpu_count()} cores), "
+        f"commit {commit}{' (--quick)' if quick else ''}, by `tools/bench/run_benchmarks.py`.",
+        f"FMA peak measured by `fma_peak`: **{peak:.1f} GFLOP/s per core** (fp32).",
+        "",
+        "| model | kiln 1T ms | ORT 1T ms | kiln/ORT 1T | kiln 2T ms | ORT 2T ms | kiln/ORT 2T | kiln 1T/2T | kiln ready ms | ORT session ms | kiln RSS MiB | ORT RSS MiB | outputs agree (max rel diff) | compile s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['kiln_1']:.2f} | {r['ort_1']:.2f} | **{r['kiln_1'] / r['ort_1']:.2f}** | "
+            f"{r['kiln_2']:.2f} | {r['ort_2']:.2f} | **{r['kiln_2'] / r['ort_2']:.2f}** | "
+            f"{r['kiln_1'] / r['kiln_2']:.2f}× | {r['kiln_ready_ms']:.1f} | {r['ort_session_ms']:.1f} | "
+            f"{r['kiln_rss']:.0f} | {r['ort_rss']:.0f} | {'yes' if r['outputs_agree'] else 'NO'} "
+            f"({r['max_rel_diff']:.1e}) | {r['compile_s']:.1f} |")
+    lines += ["", "| GEMM M×N×K (1 thread) | ms | GFLOP/s | of FMA peak | correct |", "|---|---|---|---|---|"]
+    for g in gemms:
+        lines.append(f"| {g['shape']} | {g['ms']:.2f} | {g['gflops']:.1f} | {100 * g['peak_frac']:.0f}% | "
+                     f"{'yes' if g['ok'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(TOP, "build"))
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--quick", action="store_true", help="fewer rounds and repeats")
+    ap.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
+    a = ap.parse_args()
+    build(a.build)
+    ort_dir = install_ort(a.build)
+    tools = (os.path.join(a.build, "tools/kilnc/kilnc"), os.path.join(a.build, "tools/kiln-run/kiln-run"),
+             ort_dir)
+    work = os.path.join(a.build, "bench")
+    rounds, repeat = (1, 10) if a.quick else (3, 30)
+    peak = field(sh([os.path.join(a.build, "tools/bench/fma_peak")]), "fma_peak_gflops_per_core")
+    rows = []
+    for name in a.models.split(","):
+        print(f"benchmarking {name} ...", file=sys.stderr, flush=True)
+        rows.append(bench_model(name, tools, work, rounds, repeat))
+    gemms = [bench_gemm(m, n, k, tools, work, 5 if a.quick else 20, peak) for (m, n, k) in GEMMS]
+    md = table(rows, gemms, peak, a.quick)
+    print(md)
+    if a.write_docs:
+        path = os.path.join(TOP, "docs", "performance.md")
+        with open(path) as f:
+            doc = f.read()
+        begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+        doc = doc[:doc.index(begin) + len(begin)] + "\n" + md + doc[doc.index(end):]
+        with open(path, "w") as f:
+            f.write(doc)
+        print(f"wrote {path}", file=sys.stderr)
+    if not all(r["outputs_agree"] for r in rows) or not all(g["ok"] for g in gemms):
+        sys.exit("kiln and the reference disagree: see the table")
+
+
+if __name__ == "__main__":
+    main()
