@@ -31,6 +31,13 @@ std::vector<const UOp*> product_loads(const UOp* ast) {
   return loads;
 }
 
+// (r / c) or (r / c) * s with c a multiple of 8: the block index of a packed layout.
+bool is_block_index(const UOp* t, const UOp* r) {
+  if (t->op == Op::MUL && t->src[1]->op == Op::CONST) t = t->src[0];
+  return t->op == Op::IDIV && t->src[0] == r && t->src[1]->op == Op::CONST &&
+         t->src[1]->cval().i % 8 == 0;
+}
+
 // The coefficient of `r` in an index that is a sum of (range * constant) terms: 0 if the index
 // does not use r, -1 if it uses it in some other way (div, mod, a product of ranges).
 int64_t stride_of(const UOp* idx, const UOp* r) {
@@ -49,6 +56,11 @@ int64_t stride_of(const UOp* idx, const UOp* r) {
       coef += t->src[1]->cval().i;
     } else if (t->op == Op::MUL && t->src[1] == r && t->src[0]->op == Op::CONST) {
       coef += t->src[0]->cval().i;
+    } else if (t->op == Op::MOD && t->src[0] == r && t->src[1]->op == Op::CONST &&
+               t->src[1]->cval().i % 8 == 0) {
+      coef += 1;  // a packed panel: contiguous within blocks of (a multiple of) 8
+    } else if (is_block_index(t, r)) {
+      // (r / c) * s: selects the panel; lanes within one block do not move it
     } else {
       for (const UOp* x : t->ranges())
         if (x == r) return -1;
@@ -138,7 +150,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width,
     vec = contiguous_loop(ast, kr);
     if (!vec) return;
   }
-  int64_t lanes = pick_divisor(size_of(vec), width);
+  int64_t lanes = pick_divisor(size_of(vec), 2 * width);
   // Accumulator budget in lanes: 8 vector registers.
   int64_t budget = 8 * width / std::max<int64_t>(1, lanes);
   std::vector<Opt> tile;
@@ -161,7 +173,8 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width,
       budget /= up;
     }
   }
-  if (tile.empty() && size_of(vec) % (2 * lanes) == 0 && lanes == width) lanes *= 2;
+  // No broadcast axis to tile (7x7 maps): more vectors on the lane axis instead.
+  while (tile.empty() && lanes < 8 * width && size_of(vec) % (2 * lanes) == 0) lanes *= 2;
   opts.insert(opts.end(), tile.begin(), tile.end());
   if (lanes > 1) opts.push_back({OptKind::Upcast, vec->range().id, lanes});
   for (const UOp* r : kr.reduces) {

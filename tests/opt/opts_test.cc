@@ -95,13 +95,13 @@ TEST(Heuristics, VectorizeTheContiguousAxisAndTileContractions) {
   Graph g;
   Plan p = matmul_plan(g, 64, 64, 64);
   std::vector<Opt> opts = default_opts(p.programs[0].ast, OptTarget{32, 16});
-  // AVX2: 8 float lanes. The lane axis is N (B is contiguous along it, A does not vary), the
-  // tile's other axis M takes 8 (8 vector accumulators), the reduce is unrolled by 4, and the
-  // rest of the outer loop becomes tasks. The lane axis is the last upcast.
-  std::vector<Opt> want = {{OptKind::Upcast, 0, 8},
-                           {OptKind::Upcast, 1, 8},
+  // AVX2: 8 float lanes. The lane axis is N (B is contiguous along it, A does not vary) with
+  // two vectors, the tile's other axis M takes 4 (8 vector accumulators), the reduce is unrolled
+  // by 4, and the rest of the outer loop becomes tasks. The lane axis is the last upcast.
+  std::vector<Opt> want = {{OptKind::Upcast, 0, 4},
+                           {OptKind::Upcast, 1, 16},
                            {OptKind::Unroll, 2, 4},
-                           {OptKind::Parallel, 0, 8}};
+                           {OptKind::Parallel, 0, 16}};
   EXPECT_EQ(opts, want);
   Graph g2;
   Tensor x = Tensor::input(g2, "x", dtypes::float32, {7, 40});

@@ -4,6 +4,7 @@
 
 #include "compiler/driver/pipeline.h"
 #include "compiler/ir/printer.h"
+#include "compiler/opt/heuristics.h"
 #include "compiler/schedule/memory_plan.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/linalg.h"
@@ -239,6 +240,56 @@ TEST(PlanGolden, ASlidingWindowDoesNotInlineTheReductionItReads) {
   bool revisit = false;
   for (const auto& line : p.fusion_log) revisit |= line.find("revisits values") != std::string::npos;
   EXPECT_TRUE(revisit);
+}
+
+TEST(PlanGolden, AConstantMatmulOperandIsPackedIntoPanelsAtCompileTime) {
+  Graph g;
+  NDArray w(dtypes::float32, {32, 64});
+  for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(static_cast<double>(i)));
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {16, 32});
+  g.add_output("y", matmul(x, Tensor::weight(g, "w", w)).uop());
+  Plan p = plan_and_check(g);
+  ASSERT_EQ(p.launches.size(), 1u);
+  // The kernel's weight is (64/8, 32, 8): panel j holds columns 8j..8j+7 of every row, in order.
+  const PlanBuffer* packed = nullptr;
+  for (int a : p.launches[0].args)
+    if (p.buffer(a).kind == BufferKind::Weight) packed = &p.buffer(a);
+  ASSERT_NE(packed, nullptr);
+  const NDArray& data = g.weight(packed->weight_id);
+  ASSERT_EQ(data.numel(), 32 * 64);
+  for (int64_t j = 0; j < 8; ++j)
+    for (int64_t k = 0; k < 32; ++k)
+      for (int64_t l = 0; l < 8; ++l)
+        ASSERT_EQ(data.get((j * 32 + k) * 8 + l).as_double(), static_cast<double>(k * 64 + j * 8 + l));
+  // The index selects the panel with n / 8 and the lane with n % 8: the heuristics still see N as
+  // a contiguous lane axis (the last upcast, a multiple of the panel).
+  std::vector<Opt> opts = default_opts(p.programs[0].ast, OptTarget{32, 16});
+  const Opt* lanes = nullptr;
+  for (const Opt& o : opts)
+    if (o.kind == OptKind::Upcast) lanes = &o;
+  ASSERT_NE(lanes, nullptr);
+  EXPECT_EQ(lanes->range_id, 1);
+  EXPECT_EQ(lanes->amount % 8, 0);
+}
+
+TEST(PlanGolden, ConvolutionWeightsArePackedWithOutputChannelsInnermost) {
+  Graph g;
+  NDArray w(dtypes::float32, {16, 4, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(static_cast<double>(i)));
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
+  g.add_output("y", conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = plan_and_check(g);
+  ASSERT_EQ(p.launches.size(), 1u);
+  const PlanBuffer* packed = nullptr;
+  for (int a : p.launches[0].args)
+    if (p.buffer(a).kind == BufferKind::Weight) packed = &p.buffer(a);
+  ASSERT_NE(packed, nullptr);
+  const NDArray& data = g.weight(packed->weight_id);
+  // (C, kh, kw, Co): element [c][y][x][o] is w[o][c][y][x].
+  for (int64_t o = 0; o < 16; ++o)
+    for (int64_t c = 0; c < 4; ++c)
+      for (int64_t k = 0; k < 9; ++k)
+        ASSERT_EQ(data.get((c * 9 + k) * 16 + o).as_double(), static_cast<double>((o * 4 + c) * 9 + k));
 }
 
 }  // namespace

@@ -110,13 +110,15 @@ def bench_gemm(m, n, k, tools, work, repeat, peak):
     d = os.path.join(work, f"gemm_{m}x{n}x{k}")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "gemm.kg"), "w") as f:
-        f.write(f"input a: float32[{m}, {k}]\ninput b: float32[{k}, {n}]\ny = matmul(a, b)\noutput y\n")
+        # B is a weight, as in a layer (kiln packs constant B at compile time).
+        f.write(f"input a: float32[{m}, {k}]\nweight b: float32[{k}, {n}] = npy(\"b.npy\")\n"
+                "y = matmul(a, b)\noutput y\n")
     rng = np.random.default_rng(0)
     np.save(os.path.join(d, "a.npy"), rng.standard_normal((m, k), dtype=np.float32))
     np.save(os.path.join(d, "b.npy"), rng.standard_normal((k, n), dtype=np.float32))
     pkg = os.path.join(d, "gemm.kiln")
     sh([kilnc, "compile", os.path.join(d, "gemm.kg"), "-o", pkg])
-    out = sh([kiln_run, pkg, "--input", f"a={d}/a.npy", "--input", f"b={d}/b.npy", "--threads", "1",
+    out = sh([kiln_run, pkg, "--input", f"a={d}/a.npy", "--threads", "1",
               "--repeat", str(repeat), "--output-dir", d])
     got = np.load(os.path.join(d, "y.npy"))
     want = np.load(os.path.join(d, "a.npy")) @ np.load(os.path.join(d, "b.npy"))
