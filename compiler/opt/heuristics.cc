@@ -173,8 +173,14 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width,
       budget /= up;
     }
   }
-  // No broadcast axis to tile (7x7 maps): more vectors on the lane axis instead.
-  while (tile.empty() && lanes < 8 * width && size_of(vec) % (2 * lanes) == 0) lanes *= 2;
+  // No broadcast axis to tile (7x7 or 13x13 maps): more vectors on the lane axis instead, the
+  // most (up to 8) that divide it (1000 classes: 5 vectors of 8).
+  if (tile.empty() && lanes % width == 0)
+    for (int64_t v = 8; v > lanes / width; --v)
+      if (size_of(vec) % (v * width) == 0) {
+        lanes = v * width;
+        break;
+      }
   opts.insert(opts.end(), tile.begin(), tile.end());
   if (lanes > 1) opts.push_back({OptKind::Upcast, vec->range().id, lanes});
   for (const UOp* r : kr.reduces) {
@@ -205,15 +211,18 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
     int64_t up = pick_divisor(size_of(inner), width);
     if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});
   }
-  // Tasks: split the outermost loop (or what remains of it after upcasting).
+  // Tasks: split the outermost loop, or what remains of it after upcasting; when upcasting
+  // consumed it whole, the next loop is the outermost one.
   if (work >= (int64_t{1} << 16)) {
-    const UOp* outer = kr.loops.front();
-    int64_t remaining = size_of(outer);
-    for (const Opt& o : opts)
-      if (o.range_id == outer->range().id && o.kind == OptKind::Upcast) remaining /= o.amount;
-    if (remaining >= 2)
+    for (const UOp* outer : kr.loops) {
+      int64_t remaining = size_of(outer);
+      for (const Opt& o : opts)
+        if (o.range_id == outer->range().id && o.kind == OptKind::Upcast) remaining /= o.amount;
+      if (remaining == 1) continue;
       opts.push_back(
           {OptKind::Parallel, outer->range().id, std::min<int64_t>(remaining, t.max_tasks)});
+      break;
+    }
   }
   return opts;
 }
