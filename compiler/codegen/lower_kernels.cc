@@ -22,6 +22,7 @@ std::vector<LoweredKernel> lower_kernels(const Plan& plan, const Target& t, cons
   std::vector<LoweredKernel> out;
   OptTarget ot;
   ot.vector_bytes = t.vector_bytes();
+  ot.vector_registers = t.vector_registers();
   for (const KernelProgram& p : plan.programs) {
     LoweredKernel k;
     k.name = p.name;

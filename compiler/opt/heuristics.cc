@@ -121,8 +121,9 @@ const UOp* contiguous_loop(const UOp* ast, const KernelRanges& kr) {
 // channel innermost), a depthwise convolution's W. Operands that do not vary along V are
 // broadcast; the tile's other axes are loops along which the vector operand does not vary, so
 // each vector load feeds several accumulators. Sizes are powers of two so the tile is a whole
-// number of vector registers, about 8 of them (AVX2 has 16). The last upcast is the lane axis.
-void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width,
+// number of vector registers, half the register file (8 on AVX2, 16 on NEON and AVX-512). The
+// last upcast is the lane axis.
+void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int64_t accumulators,
                       std::vector<Opt>& opts) {
   std::vector<const UOp*> loads = product_loads(ast);
   const UOp* vec = nullptr;
@@ -151,8 +152,8 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width,
     if (!vec) return;
   }
   int64_t lanes = pick_divisor(size_of(vec), 2 * width);
-  // Accumulator budget in lanes: 8 vector registers.
-  int64_t budget = 8 * width / std::max<int64_t>(1, lanes);
+  // Accumulator budget in lanes: half the vector registers (8 on AVX2, 16 on NEON/AVX-512).
+  int64_t budget = accumulators * width / std::max<int64_t>(1, lanes);
   std::vector<Opt> tile;
   for (auto it = kr.loops.rbegin(); it != kr.loops.rend() && budget >= 2; ++it) {
     const UOp* r = *it;
@@ -176,7 +177,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width,
   // No broadcast axis to tile (7x7 or 13x13 maps): more vectors on the lane axis instead, the
   // most (up to 8) that divide it (1000 classes: 5 vectors of 8).
   if (tile.empty() && lanes % width == 0)
-    for (int64_t v = 8; v > lanes / width; --v)
+    for (int64_t v = std::min<int64_t>(8, accumulators); v > lanes / width; --v)
       if (size_of(vec) % (v * width) == 0) {
         lanes = v * width;
         break;
@@ -206,7 +207,7 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   for (const UOp* r : kr.reduces) work *= size_of(r);
 
   if (contraction) {
-    contraction_tile(ast, kr, width, opts);
+    contraction_tile(ast, kr, width, std::max(4, t.vector_registers / 2), opts);
   } else if (const UOp* inner = contiguous_loop(ast, kr)) {
     int64_t up = pick_divisor(size_of(inner), width);
     if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});

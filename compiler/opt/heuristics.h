@@ -2,9 +2,9 @@
 //  - the innermost output loop (the store's contiguous axis) is upcast to the target's vector
 //    width (the largest power-of-two divisor of its size up to the width, else the largest
 //    divisor), so loads and stores become vector operations;
-//  - a contraction (a REDUCE(ADD) of a product) gets a register tile: a second output axis is
-//    upcast (up to 4) and the reduce loop unrolled (up to 4), and the contiguous axis may take
-//    two vectors;
+//  - a contraction (a REDUCE(ADD) of a product) gets a register tile of about half the vector
+//    registers in accumulators (see contraction_tile in heuristics.cc) and the reduce loop
+//    unrolled (up to 4);
 //  - the outermost output loop is split into tasks when the kernel does enough work to pay for
 //    it (at least 2^16 multiply-adds or elements).
 #pragma once
@@ -17,6 +17,7 @@ namespace kiln {
 
 struct OptTarget {
   int vector_bytes = 32;  // 16 (SSE/NEON), 32 (AVX2), 64 (AVX-512)
+  int vector_registers = 16;  // 16 (SSE, AVX2), 32 (AVX-512, NEON): half hold accumulators
   int max_tasks = 16;
 };
 

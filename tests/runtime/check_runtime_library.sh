@@ -31,4 +31,11 @@ trap 'rm -rf "$tmp"' EXIT
 strip -o "$tmp/so" "$so"
 cp "$ar" "$tmp/a.a"
 strip --strip-unneeded "$tmp/a.a"
-echo "stripped size: libkiln_rt.so $(stat -c %s "$tmp/so") bytes, libkiln_rt.a $(stat -c %s "$tmp/a.a") bytes"
+so_size=$(stat -c %s "$tmp/so")
+a_size=$(stat -c %s "$tmp/a.a")
+# The footprint goal (docs/edge.md): each at most 64 KiB stripped.
+if [ "$so_size" -gt 65536 ] || [ "$a_size" -gt 65536 ]; then
+  echo "FAIL: stripped sizes $so_size / $a_size bytes exceed 64 KiB"
+  exit 1
+fi
+echo "stripped size: libkiln_rt.so $so_size bytes, libkiln_rt.a $a_size bytes"

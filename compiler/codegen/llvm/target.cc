@@ -76,10 +76,13 @@ Target Target::create(const TargetOptions& opts) {
       if (sti->getFeatureBits().test(kv.Value)) t.features_.push_back(kv.Key);
     std::sort(t.features_.begin(), t.features_.end());
   }
-  if (t.is_x86())
+  if (t.is_x86()) {
     t.vector_bytes_ = t.has_feature("avx512f") ? 64 : t.has_feature("avx") ? 32 : 16;
-  else
+    t.vector_registers_ = t.has_feature("avx512f") ? 32 : 16;
+  } else {
     t.vector_bytes_ = 16;
+    t.vector_registers_ = 32;
+  }
   // AVX-512 machines often prefer 256-bit vectors; kiln uses the full width only with avx512f.
   return t;
 }

@@ -31,6 +31,8 @@ class Target {
   bool is_aarch64() const;
   // The widest vector register in bytes (16 SSE/NEON, 32 AVX2, 64 AVX-512).
   int vector_bytes() const { return vector_bytes_; }
+  // Architectural vector registers: 16 (SSE, AVX2), 32 (AVX-512, AArch64 NEON).
+  int vector_registers() const { return vector_registers_; }
   bool is_host() const { return is_host_; }
 
   llvm::TargetMachine& machine() const { return *tm_; }
@@ -39,6 +41,7 @@ class Target {
   std::string triple_, cpu_;
   std::vector<std::string> features_;
   int vector_bytes_ = 16;
+  int vector_registers_ = 16;
   bool is_host_ = false;
   std::shared_ptr<llvm::TargetMachine> tm_;
 };

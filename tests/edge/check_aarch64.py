@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""AArch64, really run: cross-builds the runtime, kiln-run and the samples with Debian's
+gcc-aarch64-linux-gnu (cmake/toolchains/aarch64-linux-gnu.cmake), compiles packages with
+`kilnc --target aarch64-linux-gnu`, runs them under `qemu-aarch64 -L /usr/aarch64-linux-gnu`, and
+compares with the x86-64 run of the same model (max |diff| <= 1e-4 * max |x86 output|):
+
+  - the digits sample (C) for --cpu generic, cortex-a53, cortex-a72, neoverse-n1 (accuracy and
+    logits against the x86-64 package);
+  - resnet18 and mobilenet_v2 (seeded random weights, tests/models/export_models.py).
+
+If qemu or the cross toolchain is missing, the test says so and fails (install them with
+tools/scripts/install-deps.sh); it is never skipped silently.
+Usage: check_aarch64.py KILNC X86_KILN_RUN WORK_DIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(TOP, "tests", "models"))
+import export_models  # noqa: E402
+
+QEMU = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]
+TOLERANCE = 1e-4
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def cross_build(work):
+    for tool in ("qemu-aarch64", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++"):
+        if not shutil.which(tool):
+            sys.exit(f"FAILED: {tool} is not installed (tools/scripts/install-deps.sh installs "
+                     "qemu-user and the cross toolchain); the AArch64 tests cannot run")
+    build = os.path.join(work, "build-aarch64")
+    run(["cmake", "-S", TOP, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+         "-DKILN_RT_MAX_PAGE_SIZE=4096",
+         f"-DCMAKE_TOOLCHAIN_FILE={TOP}/cmake/toolchains/aarch64-linux-gnu.cmake"])
+    run(["cmake", "--build", build])
+    return build
+
+
+def footprint(build, work):
+    """Stripped sizes of the AArch64 runtime; the goal is 64 KiB each."""
+    so, ar = os.path.join(work, "rt.so"), os.path.join(work, "rt.a")
+    run(["aarch64-linux-gnu-strip", "-o", so, os.path.join(build, "runtime/libkiln_rt.so")])
+    shutil.copy(os.path.join(build, "runtime/libkiln_rt.a"), ar)
+    run(["aarch64-linux-gnu-strip", "--strip-unneeded", ar])
+    sizes = os.path.getsize(so), os.path.getsize(ar)
+    ok = max(sizes) <= 65536
+    print(f"libkiln_rt for aarch64, stripped: .so {sizes[0]} bytes, .a {sizes[1]} bytes "
+          f"(goal 65536 each): {'ok' if ok else 'FAILED'}")
+    return ok
+
+
+def compare(name, x86, arm):
+    a, b = np.load(arm), np.load(x86)
+    rel = float(np.abs(a - b).max() / max(float(np.abs(b).max()), 1e-30)) if a.shape == b.shape else float("inf")
+    ok = rel <= TOLERANCE
+    print(f"{name:28s} aarch64 vs x86-64: max |diff| = {rel:.2g} x max |x86|: {'ok' if ok else 'FAILED'}")
+    return ok
+
+
+def main():
+    kilnc, kiln_run_x86, work = sys.argv[1:4]
+    os.makedirs(work, exist_ok=True)
+    build = cross_build(work)
+    kiln_run_arm = QEMU + [os.path.join(build, "tools/kiln-run/kiln-run")]
+    results = [footprint(build, work)]
+
+    # The digits sample, per CPU, and its logits against x86-64.
+    digits = os.path.join(TOP, "samples/digits")
+    images, labels = os.path.join(digits, "test_images.npy"), os.path.join(digits, "test_labels.npy")
+    one = os.path.join(work, "digit0.npy")
+    np.save(one, np.load(images)[:1].reshape(1, 1, 8, 8).astype(np.float32))
+    x86_pkg = os.path.join(work, "digits_x86.kiln")
+    run([kilnc, "compile", os.path.join(digits, "digits.onnx"), "-o", x86_pkg])
+    run([kiln_run_x86, x86_pkg, "--input", f"image={one}", "--output-dir", os.path.join(work, "digits_x86")])
+    for cpu in ("generic", "cortex-a53", "cortex-a72", "neoverse-n1"):
+        pkg = os.path.join(work, f"digits_{cpu}.kiln")
+        run([kilnc, "compile", os.path.join(digits, "digits.onnx"), "--target", "aarch64-linux-gnu",
+             "--cpu", cpu, "-o", pkg])
+        out = run(QEMU + [os.path.join(build, "samples/digits"), pkg, images, labels])
+        acc = [line for line in out.splitlines() if line.startswith("accuracy:")]
+        ok = bool(acc) and int(acc[0].split()[1].split("/")[0]) >= 37
+        print(f"digits --cpu {cpu:12s} under qemu: {acc[0] if acc else 'no accuracy line'}: {'ok' if ok else 'FAILED'}")
+        run(kiln_run_arm + [pkg, "--input", f"image={one}", "--output-dir", os.path.join(work, f"digits_{cpu}")])
+        ok = compare(f"digits --cpu {cpu}", os.path.join(work, "digits_x86/logits.npy"),
+                     os.path.join(work, f"digits_{cpu}/logits.npy")) and ok
+        results.append(ok)
+
+    # Real models.
+    for name in ("resnet18", "mobilenet_v2"):
+        export_models.export(name, work)
+        d = os.path.join(work, name)
+        inp = f"input={os.path.join(d, 'input.npy')}"
+        x86_pkg, arm_pkg = os.path.join(d, "x86.kiln"), os.path.join(d, "aarch64.kiln")
+        run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", x86_pkg])
+        run([kilnc, "compile", os.path.join(d, "model.onnx"), "--target", "aarch64-linux-gnu", "-o", arm_pkg])
+        run([kiln_run_x86, x86_pkg, "--input", inp, "--output-dir", os.path.join(d, "x86_out")])
+        run(kiln_run_arm + [arm_pkg, "--input", inp, "--threads", "2", "--output-dir", os.path.join(d, "arm_out")])
+        results.append(compare(name, os.path.join(d, "x86_out/output.npy"), os.path.join(d, "arm_out/output.npy")))
+
+    print(f"aarch64: {sum(results)} of {len(results)} checks pass under qemu")
+    sys.exit(0 if all(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
