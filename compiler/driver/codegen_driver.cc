@@ -9,6 +9,7 @@
 #include "compiler/codegen/llvm/module_builder.h"
 #include "compiler/codegen/llvm/target.h"
 #include "compiler/ir/printer.h"
+#include "compiler/support/error.h"
 
 namespace kiln {
 
@@ -27,7 +28,10 @@ CodegenArtifacts generate_code(const Plan& plan, const Target& t, const LowerOpt
                                const CodegenRequest& req, const PipelineOptions& opts) {
   std::ostream& log = opts.log ? *opts.log : std::cerr;
   CodegenArtifacts out;
-  out.kernels = lower_kernels(plan, t, lo);
+  {
+    ScopedPass pt(opts.times, "optimize+lower", str_cat(plan.programs.size(), " kernels"));
+    out.kernels = lower_kernels(plan, t, lo);
+  }
   for (const LoweredKernel& k : out.kernels) {
     if (wants(opts, "optimize")) {
       log << "--- optimize: " << k.name << " (" << k.optimized.ntasks << " tasks;";
@@ -42,14 +46,27 @@ CodegenArtifacts generate_code(const Plan& plan, const Target& t, const LowerOpt
   llvm::LLVMContext ctx;
   std::vector<CodegenKernel> ck;
   for (const LoweredKernel& k : out.kernels) ck.push_back(k.codegen);
-  std::unique_ptr<llvm::Module> m = build_module(ctx, ck, t, ModuleKind::Package);
-  optimize_module(*m, t);
+  std::unique_ptr<llvm::Module> m;
+  {
+    ScopedPass pt(opts.times, "llvm_ir");
+    m = build_module(ctx, ck, t, ModuleKind::Package);
+  }
+  {
+    ScopedPass pt(opts.times, "llvm_opt");
+    optimize_module(*m, t);
+  }
   if (req.llvm_ir || wants(opts, "llvm")) out.llvm_ir = module_ir(*m);
   if (wants(opts, "llvm")) log << "--- llvm ---\n" << out.llvm_ir;
   if (req.assembly || wants(opts, "asm")) out.assembly = emit_assembly(*m, t);
   if (wants(opts, "asm")) log << "--- asm ---\n" << out.assembly;
-  out.object = emit_object(*m, t);
-  if (req.shared_object) out.shared_object = link_shared_object(out.object, t);
+  {
+    ScopedPass pt(opts.times, "llvm_codegen");
+    out.object = emit_object(*m, t);
+  }
+  if (req.shared_object) {
+    ScopedPass pt(opts.times, "link");
+    out.shared_object = link_shared_object(out.object, t);
+  }
   return out;
 }
 

@@ -60,14 +60,22 @@ Plan plan_graph(Graph& g, const PipelineOptions& opts) {
   };
   if (opts.verify) verify(g.sink(), IrStage::Tensor);
 
-  ConstFoldStats cf = fold_constants(g);
+  ConstFoldStats cf;
+  {
+    ScopedPass t(opts.times, "const_fold");
+    cf = fold_constants(g);
+  }
   if (opts.verify) verify(g.sink(), IrStage::Tensor);
   dump_graph("const_fold");
   if (wants(opts, "const_fold"))
     log << "folded " << cf.folded << " subgraphs (" << cf.folded_bytes << " bytes), " << cf.splats
         << " splats\n";
 
-  RangeifyResult r = rangeify(g, policy);
+  RangeifyResult r;
+  {
+    ScopedPass t(opts.times, "rangeify");
+    r = rangeify(g, policy);
+  }
   Plan plan;
   plan.buffers = std::move(r.buffers);
   plan.inputs = std::move(r.inputs);
@@ -82,12 +90,21 @@ Plan plan_graph(Graph& g, const PipelineOptions& opts) {
     for (const auto& k : r.kernels) log << "kernel for " << k.what << "\n" << print_graph(k.ast);
   }
 
-  dedup_kernels(r.kernels, plan);
-  parallel_groups(plan);
+  {
+    ScopedPass t(opts.times, "kernel_dedup");
+    dedup_kernels(r.kernels, plan);
+  }
+  {
+    ScopedPass t(opts.times, "parallel_groups");
+    parallel_groups(plan);
+  }
   if (wants(opts, "kernel_dedup") || wants(opts, "parallel_groups"))
     log << "--- parallel_groups ---\n" << plan_kernels_text(plan, wants(opts, "kernel_dedup"));
 
-  plan_memory(plan);
+  {
+    ScopedPass t(opts.times, "memory_plan");
+    plan_memory(plan);
+  }
   if (opts.verify) {
     std::string err = check_memory_plan(plan);
     if (!err.empty()) throw InternalError("memory plan: " + err);

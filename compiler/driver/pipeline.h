@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/schedule/fusion_policy.h"
+#include "compiler/support/pass_timer.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/tensor/graph.h"
 
@@ -18,6 +19,7 @@ struct PipelineOptions {
   bool verify = true;                    // run the IR verifiers between stages
   const FusionPolicy* policy = nullptr;  // nullptr: DefaultFusionPolicy
   std::ostream* log = nullptr;           // where dumps and explanations go (nullptr: std::cerr)
+  PassTimes* times = nullptr;            // --time-passes and progress lines (nullptr: none)
 };
 
 // The middle-end stage names, in order.

@@ -55,7 +55,9 @@ const char* kUsage =
     "asm, all\n"
     "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
     "kiln-dump)\n"
-    "  --explain-fusion         log every fusion decision\n";
+    "  --explain-fusion         log every fusion decision\n"
+    "  --time-passes            print the wall time of every pass at the end\n"
+    "  --quiet                  no progress lines (printed once a compile runs over 2 s)\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -71,6 +73,8 @@ struct Args {
   std::string dump_dir = "kiln-dump";
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> frozen_files;  // as given, for the package's provenance
+  bool time_passes = false;
+  bool quiet = false;
 };
 
 kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
@@ -134,6 +138,10 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (is("--dump-dir")) {
       a.dump_dir = value("--dump-dir");
+    } else if (s == "--time-passes") {
+      a.time_passes = true;
+    } else if (s == "--quiet") {
+      a.quiet = true;
     } else if (s == "--explain-fusion") {
       a.pipeline.explain_fusion = true;
     } else if (is("--target")) {
@@ -223,8 +231,22 @@ int run(const Args& a) {
     std::cout << kiln::describe_package(read_file(a.model), a.json) << (a.json ? "\n" : "");
     return 0;
   }
+  kiln::PassTimes times;
+  times.progress = !a.quiet;
+  kiln::PipelineOptions pipeline = a.pipeline;
+  pipeline.times = &times;
+  struct PrintTimes {  // on every way out, errors included
+    const Args& a;
+    kiln::PassTimes& t;
+    ~PrintTimes() {
+      if (a.time_passes) t.print(std::cerr);
+    }
+  } print_times{a, times};
   kiln::Graph g;
-  kiln::load_model(a.model, g, a.model_opts);
+  {
+    kiln::ScopedPass t(&times, "import");
+    kiln::load_model(a.model, g, a.model_opts);
+  }
   if (a.pipeline.dump_ir.count("import") || a.pipeline.dump_ir.count("all")) {
     std::string dir = std::filesystem::absolute(a.dump_dir).string();
     std::cerr << "--- import ---\n"
@@ -250,7 +272,7 @@ int run(const Args& a) {
     for (const kiln::GraphInput& in : g.inputs())
       if (!inputs.count(in.name)) missing += (missing.empty() ? "" : ", ") + in.name;
     if (!missing.empty()) throw kiln::Error("missing --input for: " + missing);
-    kiln::Plan plan = kiln::plan_graph(g, a.pipeline);
+    kiln::Plan plan = kiln::plan_graph(g, pipeline);
     kiln::Target host = kiln::Target::create({});
     kiln::JitProgram jit(plan, host, {a.opt_level});
     auto outputs = jit.run(g, inputs);
@@ -267,7 +289,7 @@ int run(const Args& a) {
     }
     return 0;
   }
-  kiln::Plan plan = kiln::plan_graph(g, a.pipeline);
+  kiln::Plan plan = kiln::plan_graph(g, pipeline);
   if (a.command == "plan") {
     std::cout << kiln::plan_summary(plan, a.json) << (a.json ? "\n" : "");
     return 0;
@@ -277,13 +299,17 @@ int run(const Args& a) {
   req.llvm_ir = a.emit == "llvm-ir";
   req.assembly = a.emit == "asm";
   req.shared_object = a.emit == "shared-object" || a.emit == "package";
-  kiln::CodegenArtifacts art = kiln::generate_code(plan, t, {a.opt_level}, req, a.pipeline);
+  kiln::CodegenArtifacts art = kiln::generate_code(plan, t, {a.opt_level}, req, pipeline);
   if (a.emit == "package") {
     std::vector<uint8_t> model = read_file(a.model);
     kiln::Sha256 h;
     h.update(model.data(), model.size());
     kiln::PackageProvenance prov{output_flags(a, t), kiln::Sha256::hex(h.finish())};
-    std::vector<uint8_t> pkg = kiln::write_package(plan, g, art, t, prov);
+    std::vector<uint8_t> pkg;
+    {
+      kiln::ScopedPass pt(&times, "package");
+      pkg = kiln::write_package(plan, g, art, t, prov);
+    }
     write_file(a.output, pkg.data(), pkg.size());
     return 0;
   }
