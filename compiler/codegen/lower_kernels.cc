@@ -18,23 +18,36 @@ std::vector<DType> kernel_arg_dtypes(const UOp* ast) {
   return out;
 }
 
-std::vector<LoweredKernel> lower_kernels(const Plan& plan, const Target& t, const LowerOptions& o) {
-  std::vector<LoweredKernel> out;
+OptTarget opt_target(const Target& t) {
   OptTarget ot;
   ot.vector_bytes = t.vector_bytes();
   ot.vector_registers = t.vector_registers();
+  return ot;
+}
+
+LoweredKernel lower_kernel(const std::string& name, const UOp* ast, const std::vector<Opt>& opts) {
+  LoweredKernel k;
+  k.name = name;
+  k.optimized = apply_opts(ast, opts);
+  k.lowered = expand_kernel(k.optimized.ast);
+  k.codegen.name = name;
+  k.codegen.program = linearize(k.lowered);
+  k.codegen.arg_dtypes = kernel_arg_dtypes(ast);
+  for (DType d : k.codegen.arg_dtypes)
+    KILN_CHECK(d.scalar != ScalarKind::Void, "kernel ", name, " has an argument it never uses");
+  return k;
+}
+
+std::vector<LoweredKernel> lower_kernels(const Plan& plan, const Target& t, const LowerOptions& o) {
+  std::vector<LoweredKernel> out;
+  OptTarget ot = opt_target(t);
   for (const KernelProgram& p : plan.programs) {
-    LoweredKernel k;
-    k.name = p.name;
-    std::vector<Opt> opts = o.opt_level > 0 ? default_opts(p.ast, ot) : std::vector<Opt>{};
-    k.optimized = apply_opts(p.ast, opts);
-    k.lowered = expand_kernel(k.optimized.ast);
-    k.codegen.name = p.name;
-    k.codegen.program = linearize(k.lowered);
-    k.codegen.arg_dtypes = kernel_arg_dtypes(p.ast);
-    for (DType d : k.codegen.arg_dtypes)
-      KILN_CHECK(d.scalar != ScalarKind::Void, "kernel ", p.name, " has an argument it never uses");
-    out.push_back(std::move(k));
+    std::vector<Opt> opts;
+    if (o.tuned && o.tuned->count(p.name))
+      opts = o.tuned->at(p.name);
+    else if (o.opt_level > 0)
+      opts = default_opts(p.ast, ot);
+    out.push_back(lower_kernel(p.name, p.ast, opts));
   }
   return out;
 }

@@ -123,11 +123,11 @@ const UOp* contiguous_loop(const UOp* ast, const KernelRanges& kr) {
 // each vector load feeds several accumulators. Sizes are powers of two so the tile is a whole
 // number of vector registers, half the register file (8 on AVX2, 16 on NEON and AVX-512). The
 // last upcast is the lane axis.
-void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int64_t accumulators,
+void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, const OptTarget& t,
                       std::vector<Opt>& opts) {
+  int64_t accumulators = t.accumulators > 0 ? t.accumulators : std::max(4, t.vector_registers / 2);
   std::vector<const UOp*> loads = product_loads(ast);
-  const UOp* vec = nullptr;
-  int best = -1;
+  std::vector<std::pair<int, const UOp*>> ranked;  // (score, loop), best first
   for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
     const UOp* r = *it;
     if (size_of(r) % width != 0 && size_of(r) < width) continue;
@@ -140,18 +140,19 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
         gathers = true;
     }
     if (!contiguous || gathers) continue;
-    int score = 1 + (size_of(r) % width == 0 ? 2 : 0);
-    if (score > best) {
-      best = score;
-      vec = r;
-    }
+    ranked.push_back({1 + (size_of(r) % width == 0 ? 2 : 0), r});
   }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  const UOp* vec = nullptr;
+  if (!ranked.empty())
+    vec = ranked[std::min<size_t>(static_cast<size_t>(std::max(0, t.lane_choice)), ranked.size() - 1)].second;
   if (!vec) {
     // No clean vector axis: the store's contiguous axis, as for elementwise kernels.
     vec = contiguous_loop(ast, kr);
     if (!vec) return;
   }
-  int64_t lanes = pick_divisor(size_of(vec), 2 * width);
+  int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
   // Accumulator budget in lanes: half the vector registers (8 on AVX2, 16 on NEON/AVX-512).
   int64_t budget = accumulators * width / std::max<int64_t>(1, lanes);
   std::vector<Opt> tile;
@@ -185,7 +186,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   opts.insert(opts.end(), tile.begin(), tile.end());
   if (lanes > 1) opts.push_back({OptKind::Upcast, vec->range().id, lanes});
   for (const UOp* r : kr.reduces) {
-    int64_t un = pick_divisor(size_of(r), 4);
+    int64_t un = pick_divisor(size_of(r), std::max(1, t.unroll));
     if (un > 1) opts.push_back({OptKind::Unroll, r->range().id, un});
     break;
   }
@@ -207,7 +208,7 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   for (const UOp* r : kr.reduces) work *= size_of(r);
 
   if (contraction) {
-    contraction_tile(ast, kr, width, std::max(4, t.vector_registers / 2), opts);
+    contraction_tile(ast, kr, width, t, opts);
   } else if (const UOp* inner = contiguous_loop(ast, kr)) {
     int64_t up = pick_divisor(size_of(inner), width);
     if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});

@@ -18,6 +18,11 @@ namespace kiln {
 struct OptTarget {
   int vector_bytes = 32;  // 16 (SSE/NEON), 32 (AVX2), 64 (AVX-512)
   int vector_registers = 16;  // 16 (SSE, AVX2), 32 (AVX-512, NEON): half hold accumulators
+  // Knobs of the contraction tile, which the tuner (--beam) varies; defaults are the heuristic.
+  int lane_vectors = 2;   // vectors on the lane axis
+  int accumulators = 0;   // vector accumulators in the tile (0: half the registers)
+  int unroll = 4;         // unroll of the first reduce range
+  int lane_choice = 0;    // 0: the best lane axis; 1: the next candidate (if any)
   int max_tasks = 16;
 };
 

@@ -18,6 +18,8 @@
 #include "compiler/frontend/graph_file/graph_file.h"
 #include "compiler/frontend/load_model.h"
 #include "compiler/jit/jit.h"
+#include "compiler/jit/tuner.h"
+#include "compiler/opt/tuning_cache.h"
 #include "compiler/package/package_reader.h"
 #include "compiler/package/package_writer.h"
 #include "compiler/support/error.h"
@@ -56,6 +58,9 @@ const char* kUsage =
     "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
     "kiln-dump)\n"
     "  --explain-fusion         log every fusion decision\n"
+    "  --beam N                 tune contraction kernels: time candidates on this machine,\n"
+    "                           keep the N fastest tiles per round (host target only)\n"
+    "  --tuning-cache PATH      reuse (and, with --beam, extend) tuning results kept in PATH\n"
     "  --time-passes            print the wall time of every pass at the end\n"
     "  --quiet                  no progress lines (printed once a compile runs over 2 s)\n";
 
@@ -75,6 +80,8 @@ struct Args {
   std::vector<std::string> frozen_files;  // as given, for the package's provenance
   bool time_passes = false;
   bool quiet = false;
+  int beam = 0;
+  std::string tuning_cache;
 };
 
 kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
@@ -138,6 +145,13 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (is("--dump-dir")) {
       a.dump_dir = value("--dump-dir");
+    } else if (is("--beam")) {
+      std::string v = value("--beam");
+      kiln::Shape n = parse_dims(v, "--beam");
+      if (n.size() != 1 || n[0] < 1 || n[0] > 64) throw UsageError("--beam wants a width from 1 to 64");
+      a.beam = static_cast<int>(n[0]);
+    } else if (is("--tuning-cache")) {
+      a.tuning_cache = value("--tuning-cache");
     } else if (s == "--time-passes") {
       a.time_passes = true;
     } else if (s == "--quiet") {
@@ -226,6 +240,27 @@ std::vector<std::string> output_flags(const Args& a, const kiln::Target& t) {
   return f;
 }
 
+// The tuner's choices (--beam, --tuning-cache), or none.
+std::map<std::string, std::vector<kiln::Opt>> tune(const Args& a, const kiln::Plan& plan,
+                                                    const kiln::Target& t, kiln::PassTimes& times) {
+  if (a.beam == 0 && a.tuning_cache.empty()) return {};
+  if (a.opt_level == 0) throw UsageError("--beam and --tuning-cache need --opt-level above 0");
+  kiln::TuningCache cache;
+  if (!a.tuning_cache.empty()) cache = kiln::TuningCache::load(a.tuning_cache);
+  kiln::TuneStats st;
+  std::map<std::string, std::vector<kiln::Opt>> chosen;
+  {
+    kiln::ScopedPass pt(&times, "beam");
+    chosen = kiln::tune_plan(plan, t, {a.beam, &cache, &times}, &st);
+  }
+  if (!a.tuning_cache.empty() && st.searched > 0) cache.save(a.tuning_cache);
+  if (!a.quiet)
+    std::cerr << "kilnc: tuning: " << st.kernels << " contraction kernels, " << st.from_cache
+              << " from the cache, " << st.searched << " searched (" << st.candidates
+              << " candidates timed, " << st.improved << " faster than the heuristics)\n";
+  return chosen;
+}
+
 int run(const Args& a) {
   if (a.command == "inspect") {
     std::cout << kiln::describe_package(read_file(a.model), a.json) << (a.json ? "\n" : "");
@@ -274,7 +309,8 @@ int run(const Args& a) {
     if (!missing.empty()) throw kiln::Error("missing --input for: " + missing);
     kiln::Plan plan = kiln::plan_graph(g, pipeline);
     kiln::Target host = kiln::Target::create({});
-    kiln::JitProgram jit(plan, host, {a.opt_level});
+    auto tuned = tune(a, plan, host, times);
+    kiln::JitProgram jit(plan, host, {a.opt_level, &tuned});
     auto outputs = jit.run(g, inputs);
     std::filesystem::create_directories(a.output_dir);
     for (const auto& o : g.outputs()) {
@@ -299,7 +335,8 @@ int run(const Args& a) {
   req.llvm_ir = a.emit == "llvm-ir";
   req.assembly = a.emit == "asm";
   req.shared_object = a.emit == "shared-object" || a.emit == "package";
-  kiln::CodegenArtifacts art = kiln::generate_code(plan, t, {a.opt_level}, req, pipeline);
+  auto tuned = tune(a, plan, t, times);
+  kiln::CodegenArtifacts art = kiln::generate_code(plan, t, {a.opt_level, &tuned}, req, pipeline);
   if (a.emit == "package") {
     std::vector<uint8_t> model = read_file(a.model);
     kiln::Sha256 h;
