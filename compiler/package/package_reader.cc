@@ -93,7 +93,8 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
        << ", \"arena_lower_bound_bytes\": " << p->arena_lower_bound()
        << ", \"constant_bytes\": " << consts << ", \"code_bytes\": " << code
        << ", \"file_bytes\": " << bytes.size()
-       << ", \"metadata_checksum_ok\": " << (crc_ok ? "true" : "false") << "}";
+       << ", \"metadata_checksum_ok\": " << (crc_ok ? "true" : "false")
+       << ", \"selftest\": " << (p->selftest() ? "true" : "false") << "}";
     return os.str();
   }
   os << "format " << (prov ? prov->format_major() : 0) << "." << (prov ? prov->format_minor() : 0)
@@ -113,6 +114,8 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   os << "constants: " << consts << " bytes, code: " << code << " bytes, file: " << bytes.size()
      << " bytes\n";
   os << "metadata checksum: " << (crc_ok ? "ok" : "MISMATCH") << "\n";
+  if (p->selftest())
+    os << "self-test: embedded (tolerance " << p->selftest()->tolerance() << " of max |expected|)\n";
   return os.str();
 }
 

@@ -99,7 +99,8 @@ uint32_t package_metadata_crc(const uint8_t* buf, size_t size) {
 }
 
 std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code,
-                                   const Target& t, const PackageProvenance& prov) {
+                                   const Target& t, const PackageProvenance& prov,
+                                   const SelfTestData* selftest) {
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   fbb.ForceDefaults(true);  // every scalar present, so that the checksum field can be patched
 
@@ -212,12 +213,32 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
       fb::CreateSectionDirect(fbb, "constants", crc32c(0, constants.data(), constants.size()),
                               constants.size())};
 
+  flatbuffers::Offset<fb::SelfTest> selftest_table = 0;
+  if (selftest) {
+    auto tensors = [&](const std::vector<std::vector<uint8_t>>& list, const std::vector<int>& ids,
+                       const char* what) {
+      KILN_CHECK(list.size() == ids.size(), "self-test: ", list.size(), " ", what, " for ",
+                 ids.size());
+      std::vector<flatbuffers::Offset<fb::SelfTestTensor>> out;
+      for (size_t i = 0; i < list.size(); ++i) {
+        KILN_CHECK(static_cast<int64_t>(list[i].size()) == plan.buffer(ids[i]).bytes(),
+                   "self-test ", what, " ", i, " has the wrong size");
+        fbb.ForceVectorAlignment(list[i].size(), 1, 64);
+        out.push_back(fb::CreateSelfTestTensor(fbb, fbb.CreateVector(list[i])));
+      }
+      return fbb.CreateVector(out);
+    };
+    auto ins = tensors(selftest->inputs, plan.inputs, "inputs");
+    auto outs = tensors(selftest->outputs, plan.outputs, "outputs");
+    selftest_table = fb::CreateSelfTest(fbb, ins, outs, selftest->tolerance);
+  }
+
   auto pkg = fb::CreatePackage(
       fbb, provenance, target, fbb.CreateVector(inputs), fbb.CreateVector(outputs),
       fbb.CreateVector(kernels), code_vec, const_vec, fbb.CreateVector(slots),
       static_cast<uint64_t>(plan.memory.arena_bytes), static_cast<uint32_t>(plan.memory.alignment),
       static_cast<uint64_t>(plan.memory.lower_bound_bytes), fbb.CreateVector(groups),
-      fbb.CreateVector(sections), 0);
+      fbb.CreateVector(sections), 0, selftest_table);
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   uint32_t crc = package_metadata_crc(out.data(), out.size());

@@ -16,7 +16,7 @@ namespace kiln {
 class Target;
 
 inline constexpr uint32_t kPackageFormatMajor = 1;
-inline constexpr uint32_t kPackageFormatMinor = 0;
+inline constexpr uint32_t kPackageFormatMinor = 1;  // 1.1: the optional self-test
 inline constexpr const char* kProducer = "kilnc 0.1.0";
 
 struct PackageProvenance {
@@ -24,8 +24,16 @@ struct PackageProvenance {
   std::string model_sha256;
 };
 
+// Reference inputs and outputs for the on-device self-test (--embed-selftest).
+struct SelfTestData {
+  std::vector<std::vector<uint8_t>> inputs;   // per model input, in plan input order
+  std::vector<std::vector<uint8_t>> outputs;  // per model output, in plan output order
+  float tolerance = 1e-4f;
+};
+
 std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code,
-                                   const Target& t, const PackageProvenance& prov);
+                                   const Target& t, const PackageProvenance& prov,
+                                   const SelfTestData* selftest = nullptr);
 
 // The CPU features a package records as required: the target's features that the runtime can
 // check (docs/package-format.md lists them). Code is generated with exactly these enabled.

@@ -99,6 +99,11 @@ struct kiln_model {
   uint64_t arena_size;
   uint32_t arena_alignment;
   kiln_code code;
+  /* the optional self-test (kilnc --embed-selftest) */
+  int has_selftest;
+  const uint8_t** selftest_inputs;  /* per input: size_bytes bytes in the package */
+  const uint8_t** selftest_outputs; /* per output: the expected bytes */
+  float selftest_tolerance;
   int live_sessions; /* atomic */
 };
 

@@ -11,7 +11,10 @@
 
 /* Field indices (schema/kiln.fbs declaration order). */
 enum { PKG_PROVENANCE, PKG_TARGET, PKG_INPUTS, PKG_OUTPUTS, PKG_KERNELS, PKG_CODE, PKG_CONSTANTS, PKG_SLOTS,
-       PKG_ARENA_SIZE, PKG_ARENA_ALIGNMENT, PKG_ARENA_LOWER_BOUND, PKG_GROUPS, PKG_SECTIONS, PKG_METADATA_CRC };
+       PKG_ARENA_SIZE, PKG_ARENA_ALIGNMENT, PKG_ARENA_LOWER_BOUND, PKG_GROUPS, PKG_SECTIONS, PKG_METADATA_CRC,
+       PKG_SELFTEST };
+enum { ST_INPUTS, ST_OUTPUTS, ST_TOLERANCE };
+enum { STT_DATA };
 enum { PROV_MAJOR, PROV_MINOR, PROV_PRODUCER, PROV_FLAGS, PROV_SHA };
 enum { TGT_TRIPLE, TGT_CPU, TGT_FEATURES };
 enum { TI_NAME, TI_DTYPE, TI_SHAPE, TI_SLOT };
@@ -46,6 +49,45 @@ static uint64_t u64_field(fbr* r, uint64_t table, int f) {
 static uint8_t u8_field(fbr* r, uint64_t table, int f) {
   uint64_t p = fbr_field(r, table, f);
   return p ? fbr_u8(r, p) : 0;
+}
+
+/* The optional self-test: one tensor per input and output, each exactly the tensor's size. */
+static kiln_status load_selftest_list(kiln_model* m, fbr* r, uint64_t st, int field, uint32_t n,
+                                      const kiln_tensor_desc* td, const uint8_t*** out, const char* what) {
+  uint64_t data;
+  uint32_t count = fbr_vector(r, fbr_ref(r, fbr_field(r, st, field)), 4, &data);
+  FB_CHECK(r);
+  if (count != n)
+    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: the self-test has %u %s for %u", count, what, n);
+  *out = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(void*) + 8, 8);
+  if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading the self-test");
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t t = fbr_table_at(r, data, i), bytes;
+    uint32_t size = fbr_vector(r, fbr_ref(r, fbr_field(r, t, STT_DATA)), 1, &bytes);
+    FB_CHECK(r);
+    if (size != td[i].size_bytes)
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: self-test %s %u has %u bytes, '%s' has %llu", what, i,
+                        size, td[i].name, (unsigned long long)td[i].size_bytes);
+    (*out)[i] = m->buf + bytes;
+  }
+  return KILN_OK;
+}
+
+static kiln_status load_selftest(kiln_model* m, fbr* r, uint64_t root) {
+  uint64_t st = fbr_ref(r, fbr_field(r, root, PKG_SELFTEST));
+  FB_CHECK(r);
+  if (!st) return KILN_OK;
+  KILN_RETURN_IF_ERROR(load_selftest_list(m, r, st, ST_INPUTS, m->num_inputs, m->inputs, &m->selftest_inputs, "inputs"));
+  KILN_RETURN_IF_ERROR(load_selftest_list(m, r, st, ST_OUTPUTS, m->num_outputs, m->outputs, &m->selftest_outputs, "outputs"));
+  uint64_t tp = fbr_field(r, st, ST_TOLERANCE);
+  uint32_t bits = tp ? fbr_u32(r, tp) : 0;
+  FB_CHECK(r);
+  float tol;
+  memcpy(&tol, &bits, 4);
+  if (!(tol >= 0.0f && tol <= 1.0f)) return invalid("the self-test tolerance is not in [0, 1]");
+  m->selftest_tolerance = tol;
+  m->has_selftest = 1;
+  return KILN_OK;
 }
 
 static int ranges_overlap(uint64_t a, uint64_t an, uint64_t b, uint64_t bn) { return a < b + bn && b < a + an; }
@@ -186,6 +228,8 @@ kiln_status kiln_package_load(kiln_model* m, int verify_checksums) {
   /* Inputs and outputs. */
   KILN_RETURN_IF_ERROR(load_tensors(m, R, root, PKG_INPUTS, &m->inputs, &m->num_inputs));
   KILN_RETURN_IF_ERROR(load_tensors(m, R, root, PKG_OUTPUTS, &m->outputs, &m->num_outputs));
+
+  KILN_RETURN_IF_ERROR(load_selftest(m, R, root));
 
   /* Arena. */
   m->arena_size = u64_field(R, root, PKG_ARENA_SIZE);
@@ -426,4 +470,6 @@ void kiln_package_unload(kiln_model* m) {
   kiln_free(a, (void*)m->kernels);
   kiln_free(a, m->launches);
   kiln_free(a, m->groups);
+  kiln_free(a, (void*)m->selftest_inputs);
+  kiln_free(a, (void*)m->selftest_outputs);
 }

@@ -6,7 +6,8 @@ compares with the x86-64 run of the same model (max |diff| <= 1e-4 * max |x86 ou
 
   - the digits sample (C) for --cpu generic, cortex-a53, cortex-a72, neoverse-n1 (accuracy and
     logits against the x86-64 package);
-  - resnet18 and mobilenet_v2 (seeded random weights, tests/models/export_models.py).
+  - resnet18 and mobilenet_v2 (seeded random weights, tests/models/export_models.py), and their
+    embedded self-tests (--embed-selftest, kiln-run --selftest) under qemu.
 
 If qemu or the cross toolchain is missing, the test says so and fails (install them with
 tools/scripts/install-deps.sh); it is never skipped silently.
@@ -103,10 +104,17 @@ def main():
         inp = f"input={os.path.join(d, 'input.npy')}"
         x86_pkg, arm_pkg = os.path.join(d, "x86.kiln"), os.path.join(d, "aarch64.kiln")
         run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", x86_pkg])
-        run([kilnc, "compile", os.path.join(d, "model.onnx"), "--target", "aarch64-linux-gnu", "-o", arm_pkg])
+        # The AArch64 package carries a self-test computed on this machine (the same input).
+        run([kilnc, "compile", os.path.join(d, "model.onnx"), "--target", "aarch64-linux-gnu",
+             "--embed-selftest", "--input", inp, "-o", arm_pkg])
         run([kiln_run_x86, x86_pkg, "--input", inp, "--output-dir", os.path.join(d, "x86_out")])
         run(kiln_run_arm + [arm_pkg, "--input", inp, "--threads", "2", "--output-dir", os.path.join(d, "arm_out")])
         results.append(compare(name, os.path.join(d, "x86_out/output.npy"), os.path.join(d, "arm_out/output.npy")))
+        out = run(kiln_run_arm + [arm_pkg, "--selftest", "--threads", "2"])
+        ok = "selftest: passed" in out
+        print(f"{name:28s} kiln-run --selftest under qemu: {out.strip().splitlines()[-2] if ok else out.strip()}: "
+              f"{'ok' if ok else 'FAILED'}")
+        results.append(ok)
 
     print(f"aarch64: {sum(results)} of {len(results)} checks pass under qemu")
     sys.exit(0 if all(results) else 1)

@@ -2,10 +2,13 @@
  *
  *   kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N]
  *            [--profile] [--info]
+ *   kiln-run PACKAGE --selftest [--threads N]
  *
  * Outputs are written as DIR/NAME.npy (characters outside [A-Za-z0-9._-] become '_').
  * --repeat N runs N timed inferences after a warm-up and prints "latency_ms: min=X median=Y" and
  * "ready_ms: Z" (package load plus session creation).
+ * --selftest runs the package's embedded self-test (kilnc --embed-selftest), prints the error of
+ * every output and "selftest: passed" (exit 0) or "selftest: FAILED" (exit 1).
  * Any error prints the runtime's message and exits with status 1 (2 for usage errors). */
 #include <ctype.h>
 #include <errno.h>
@@ -23,7 +26,7 @@
 static void usage(void) {
   fprintf(stderr,
           "usage: kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N] [--profile] "
-          "[--info]\n");
+          "[--info]\n       kiln-run PACKAGE --selftest [--threads N]\n");
 }
 
 static int check(kiln_status s, const char* what) {
@@ -66,7 +69,7 @@ int main(int argc, char** argv) {
   const char* out_dir = NULL;
   const char* in_name[MAX_INPUTS];
   const char* in_file[MAX_INPUTS];
-  int n_in = 0, threads = 1, repeat = 0, profile = 0, info = 0;
+  int n_in = 0, threads = 1, repeat = 0, profile = 0, info = 0, selftest = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = NULL;
@@ -101,6 +104,8 @@ int main(int argc, char** argv) {
       profile = 1;
     } else if (!strcmp(a, "--info")) {
       info = 1;
+    } else if (!strcmp(a, "--selftest")) {
+      selftest = 1;
     } else if (a[0] == '-') {
       fprintf(stderr, "kiln-run: unknown option '%s'\n", a);
       usage();
@@ -123,6 +128,24 @@ int main(int argc, char** argv) {
   if (info) {
     printf("load_ms: %.3f\n", load_ms);
     print_info(model);
+  }
+  if (selftest) {
+    kiln_selftest_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.struct_size = sizeof rep;
+    if (check(kiln_model_selftest(model, (size_t)threads, &rep), "the self-test")) {
+      kiln_model_release(model);
+      return 1;
+    }
+    for (size_t o = 0; o < rep.num_outputs && o < KILN_SELFTEST_MAX_OUTPUTS; ++o) {
+      kiln_tensor_info t;
+      t.struct_size = sizeof t;
+      kiln_model_output_info(model, o, &t);
+      printf("selftest: output '%s': error %.3g (tolerance %.3g)\n", t.name, rep.output_error[o], rep.tolerance);
+    }
+    printf("selftest: %s\n", rep.passed ? "passed" : "FAILED");
+    kiln_model_release(model);
+    return rep.passed ? 0 : 1;
   }
   kiln_session_options so;
   kiln_session_options_init(&so);

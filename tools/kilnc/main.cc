@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -58,6 +60,8 @@ const char* kUsage =
     "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
     "kiln-dump)\n"
     "  --explain-fusion         log every fusion decision\n"
+    "  --embed-selftest         compile: store inputs (--input files, or seeded random values)\n"
+    "                           and this machine's outputs for kiln_model_selftest / kiln-run --selftest\n"
     "  --beam N                 tune contraction kernels: time candidates on this machine,\n"
     "                           keep the N fastest tiles per round (host target only)\n"
     "  --tuning-cache PATH      reuse (and, with --beam, extend) tuning results kept in PATH\n"
@@ -82,6 +86,7 @@ struct Args {
   bool quiet = false;
   int beam = 0;
   std::string tuning_cache;
+  bool embed_selftest = false;
 };
 
 kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
@@ -152,6 +157,8 @@ Args parse_args(int argc, char** argv) {
       a.beam = static_cast<int>(n[0]);
     } else if (is("--tuning-cache")) {
       a.tuning_cache = value("--tuning-cache");
+    } else if (s == "--embed-selftest") {
+      a.embed_selftest = true;
     } else if (s == "--time-passes") {
       a.time_passes = true;
     } else if (s == "--quiet") {
@@ -198,6 +205,10 @@ Args parse_args(int argc, char** argv) {
   if (a.command == "compile" && a.output.empty()) throw UsageError("compile needs -o OUT");
   if (a.emit.empty()) a.emit = "package";
   if (a.command == "run" && a.output_dir.empty()) throw UsageError("run needs --output-dir DIR");
+  if (a.embed_selftest && (a.command != "compile" || a.emit != "package"))
+    throw UsageError("--embed-selftest goes with compile --emit package");
+  if (a.command == "compile" && !a.inputs.empty() && !a.embed_selftest)
+    throw UsageError("compile takes --input files only for --embed-selftest");
   return a;
 }
 
@@ -238,6 +249,42 @@ std::vector<std::string> output_flags(const Args& a, const kiln::Target& t) {
     f.push_back("--dim=" + param + "=" + std::to_string(n));
   f.insert(f.end(), a.frozen_files.begin(), a.frozen_files.end());
   return f;
+}
+
+// The self-test's data (--embed-selftest): the --input files, or seeded random values (floats
+// uniform in [-1, 1]; integers and booleans 0, which are valid indices), run through the JIT on
+// this machine.
+kiln::SelfTestData make_selftest(const Args& a, const kiln::Graph& g, const kiln::Plan& plan) {
+  std::map<std::string, kiln::NDArray> given;
+  for (const auto& [name, file] : a.inputs) {
+    kiln::NpyArray arr = kiln::read_npy(file);
+    given.emplace(name, kiln::NDArray(arr.dtype, arr.shape, std::move(arr.data)));
+  }
+  std::mt19937_64 rng(0);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  std::map<std::string, kiln::NDArray> inputs;
+  kiln::SelfTestData st;
+  for (int id : plan.inputs) {
+    const kiln::PlanBuffer& b = plan.buffer(id);
+    kiln::NDArray arr(b.dtype, b.shape);
+    if (auto it = given.find(b.name); it != given.end()) {
+      if (it->second.dtype() != b.dtype || it->second.shape() != b.shape)
+        throw kiln::Error("--input " + b.name + ": the file holds " + it->second.dtype().str() +
+                          kiln::shape_str(it->second.shape()) + ", the model wants " + b.dtype.str() +
+                          kiln::shape_str(b.shape));
+      arr = it->second;
+    } else if (b.dtype.is_float()) {
+      for (int64_t i = 0; i < arr.numel(); ++i) arr.set(i, kiln::ConstValue::of_float(uni(rng)));
+    }
+    st.inputs.push_back(arr.bytes());
+    inputs.emplace(b.name, std::move(arr));
+  }
+  for (const auto& [name, _] : given)
+    if (!inputs.count(name)) throw kiln::Error("--input " + name + ": the model has no such input");
+  kiln::Target host = kiln::Target::create({});
+  auto outputs = kiln::JitProgram(plan, host, {a.opt_level}).run(g, inputs);
+  for (int id : plan.outputs) st.outputs.push_back(outputs.at(plan.buffer(id).name).bytes());
+  return st;
 }
 
 // The tuner's choices (--beam, --tuning-cache), or none.
@@ -342,10 +389,15 @@ int run(const Args& a) {
     kiln::Sha256 h;
     h.update(model.data(), model.size());
     kiln::PackageProvenance prov{output_flags(a, t), kiln::Sha256::hex(h.finish())};
+    std::optional<kiln::SelfTestData> selftest;
+    if (a.embed_selftest) {
+      kiln::ScopedPass pt(&times, "selftest");
+      selftest = make_selftest(a, g, plan);
+    }
     std::vector<uint8_t> pkg;
     {
       kiln::ScopedPass pt(&times, "package");
-      pkg = kiln::write_package(plan, g, art, t, prov);
+      pkg = kiln::write_package(plan, g, art, t, prov, selftest ? &*selftest : nullptr);
     }
     write_file(a.output, pkg.data(), pkg.size());
     return 0;

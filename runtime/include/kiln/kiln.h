@@ -228,6 +228,35 @@ KILN_API kiln_status kiln_session_launch_profile(const kiln_session* session, si
                                                  size_t* out_kernel, uint64_t* out_runs,
                                                  double* out_total_ms);
 
+/* ------------------------------------------------------------------------------------------ */
+/* On-device self-test: packages compiled with `kilnc --embed-selftest` carry inputs and the
+ * outputs the compiling machine computed for them. */
+
+#define KILN_SELFTEST_MAX_OUTPUTS 16
+
+typedef struct kiln_selftest_report {
+  size_t struct_size; /* set by the caller: sizeof(kiln_selftest_report) */
+  int passed;         /* nonzero if every output is within the tolerance */
+  double tolerance;   /* the package's: float outputs may differ by tolerance * max |expected| */
+  size_t num_outputs;
+  /* per output (the first KILN_SELFTEST_MAX_OUTPUTS): max |got - expected| / max |expected| for
+   * floating-point outputs (max |got - expected| when every expected value is 0), and the
+   * fraction of differing elements for integer and boolean outputs */
+  double output_error[KILN_SELFTEST_MAX_OUTPUTS];
+  double max_error; /* over all outputs */
+} kiln_selftest_report;
+
+/* *|out_has| = nonzero if the package carries a self-test. Errors: KILN_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_has_selftest(const kiln_model* model, int* out_has);
+
+/* Runs the embedded inputs on a temporary session with |num_threads| threads (this allocates,
+ * like kiln_session_create) and compares every output with the embedded expectation. A failed
+ * comparison is not an error: check report->passed. Errors: KILN_INVALID_ARGUMENT (NULL, or a
+ * struct_size smaller than the first version's), KILN_NOT_FOUND (no self-test in the package),
+ * and those of kiln_session_create. */
+KILN_API kiln_status kiln_model_selftest(kiln_model* model, size_t num_threads,
+                                         kiln_selftest_report* report);
+
 #ifdef __cplusplus
 }
 #endif
