@@ -43,11 +43,11 @@ void FfiKernel::call(const std::vector<void*>& buffers, uint32_t task, uint32_t 
   ffi_call(const_cast<ffi_cif*>(&impl_->cif), FFI_FN(impl_->fn), nullptr, values.data());
 }
 
-// ---------------------------------------------------------------- JitProgram
+// ---------------------------------------------------------------- JitKernels
 
-struct JitProgram::Impl {
+struct JitKernels::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::vector<FfiKernel> kernels;  // by program
+  std::vector<FfiKernel> kernels;
 };
 
 namespace {
@@ -58,11 +58,11 @@ T check(llvm::Expected<T> e, const char* what) {
 }
 }  // namespace
 
-JitProgram::JitProgram(const Plan& plan, const Target& host, const LowerOptions& o)
-    : plan_(plan), kernels_(lower_kernels(plan, host, o)), impl_(std::make_unique<Impl>()) {
+JitKernels::JitKernels(const std::vector<LoweredKernel>& kernels, const Target& host)
+    : impl_(std::make_unique<Impl>()) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::vector<CodegenKernel> ck;
-  for (const LoweredKernel& k : kernels_) ck.push_back(k.codegen);
+  for (const LoweredKernel& k : kernels) ck.push_back(k.codegen);
   std::unique_ptr<llvm::Module> m = build_module(*ctx, ck, host, ModuleKind::Jit);
   optimize_module(*m, host);
   auto jtmb = llvm::orc::JITTargetMachineBuilder(llvm::Triple(host.triple()));
@@ -75,11 +75,22 @@ JitProgram::JitProgram(const Plan& plan, const Target& host, const LowerOptions&
                      "creating the JIT");
   if (auto err = impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
     throw Error("JIT: " + llvm::toString(std::move(err)));
-  for (const LoweredKernel& k : kernels_) {
+  for (const LoweredKernel& k : kernels) {
     auto addr = check(impl_->jit->lookup(k.name + ".raw"), "JIT lookup");
     impl_->kernels.emplace_back(addr.toPtr<void*>(), k.codegen.arg_dtypes.size());
   }
 }
+
+JitKernels::~JitKernels() = default;
+
+const FfiKernel& JitKernels::kernel(size_t i) const {
+  return impl_->kernels.at(i);
+}
+
+// ---------------------------------------------------------------- JitProgram
+
+JitProgram::JitProgram(const Plan& plan, const Target& host, const LowerOptions& o)
+    : plan_(plan), kernels_(lower_kernels(plan, host, o)), jit_(kernels_, host) {}
 
 JitProgram::~JitProgram() = default;
 
@@ -123,7 +134,7 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
       const LoweredKernel& k = kernels_[static_cast<size_t>(l.program)];
       uint32_t n = static_cast<uint32_t>(k.optimized.ntasks);
       for (uint32_t t = 0; t < n; ++t)
-        impl_->kernels[static_cast<size_t>(l.program)].call(args, t, n);
+        jit_.kernel(static_cast<size_t>(l.program)).call(args, t, n);
     }
   return outputs;
 }

@@ -32,6 +32,18 @@ class FfiKernel {
   std::unique_ptr<Impl> impl_;
 };
 
+// Lowered kernels compiled for the host in one LLJIT module; kernel(i) is kernels[i]'s raw entry.
+class JitKernels {
+ public:
+  JitKernels(const std::vector<LoweredKernel>& kernels, const Target& host);
+  ~JitKernels();
+  const FfiKernel& kernel(size_t i) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // The kernels of a plan, compiled for the host and runnable.
 class JitProgram {
  public:
@@ -44,10 +56,9 @@ class JitProgram {
   const std::vector<LoweredKernel>& kernels() const { return kernels_; }
 
  private:
-  struct Impl;
   const Plan& plan_;
   std::vector<LoweredKernel> kernels_;
-  std::unique_ptr<Impl> impl_;
+  JitKernels jit_;
 };
 
 }  // namespace kiln

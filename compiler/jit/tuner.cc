@@ -1,9 +1,5 @@
 #include "compiler/jit/tuner.h"
 
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
-#include <llvm/IR/Module.h>
-#include <llvm/TargetParser/SubtargetFeature.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,7 +7,6 @@
 #include <cstring>
 #include <random>
 
-#include "compiler/codegen/llvm/module_builder.h"
 #include "compiler/codegen/llvm/target.h"
 #include "compiler/codegen/lower_kernels.h"
 #include "compiler/jit/jit.h"
@@ -75,12 +70,6 @@ Buffers make_buffers(const UOp* ast) {
   return b;
 }
 
-template <typename T>
-T check(llvm::Expected<T> e, const char* what) {
-  if (!e) throw Error(std::string(what) + ": " + llvm::toString(e.takeError()));
-  return std::move(*e);
-}
-
 struct Candidate {
   std::vector<Opt> opts;
   double ms = 0;
@@ -100,21 +89,7 @@ void time_candidates(const KernelProgram& p, const Target& host, std::vector<Can
       index.push_back(SIZE_MAX);  // not valid for this kernel
     }
   }
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::vector<CodegenKernel> ck;
-  for (const LoweredKernel& k : lowered) ck.push_back(k.codegen);
-  std::unique_ptr<llvm::Module> m = build_module(*ctx, ck, host, ModuleKind::Jit);
-  optimize_module(*m, host);
-  auto jtmb = llvm::orc::JITTargetMachineBuilder(llvm::Triple(host.triple()));
-  jtmb.setCPU(host.cpu());
-  llvm::SubtargetFeatures features;
-  for (const std::string& f : host.features()) features.AddFeature(f);
-  jtmb.addFeatures(features.getFeatures());
-  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(),
-                   "creating the JIT");
-  if (auto err = jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    throw Error("JIT: " + llvm::toString(std::move(err)));
+  JitKernels jit(lowered, host);
 
   Buffers buf = make_buffers(p.ast);
   size_t out_bytes = static_cast<size_t>(buf.counts[0] * buf.dtypes[0].itemsize());
@@ -122,8 +97,7 @@ void time_candidates(const KernelProgram& p, const Target& host, std::vector<Can
   for (size_t i = 0; i < cands.size(); ++i) {
     if (index[i] == SIZE_MAX) continue;
     const LoweredKernel& k = lowered[index[i]];
-    auto addr = check(jit->lookup(k.name + ".raw"), "JIT lookup");
-    FfiKernel fn(addr.toPtr<void*>(), k.codegen.arg_dtypes.size());
+    const FfiKernel& fn = jit.kernel(index[i]);
     uint32_t ntasks = static_cast<uint32_t>(k.optimized.ntasks);
     auto run_once = [&] {
       for (uint32_t task = 0; task < ntasks; ++task) fn.call(buf.ptrs, task, ntasks);

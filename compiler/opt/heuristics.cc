@@ -93,25 +93,9 @@ bool is_contraction(const UOp* ast) {
 // The loop range that the store's index walks with stride 1 (the last output axis).
 const UOp* contiguous_loop(const UOp* ast, const KernelRanges& kr) {
   const UOp* st = store_of(ast);
-  if (!st || kr.loops.empty()) return nullptr;
-  const UOp* idx = st->src[0]->src[1];
-  // The store index is sum(r_i * stride_i): the range with coefficient 1 appears bare.
-  for (const UOp* r : kr.loops) {
-    if (idx == r) return r;
-    if (idx->op == Op::ADD) {
-      std::vector<const UOp*> stack{idx};
-      while (!stack.empty()) {
-        const UOp* t = stack.back();
-        stack.pop_back();
-        if (t->op == Op::ADD) {
-          stack.push_back(t->src[0]);
-          stack.push_back(t->src[1]);
-        } else if (t == r) {
-          return r;
-        }
-      }
-    }
-  }
+  if (!st) return nullptr;
+  for (const UOp* r : kr.loops)
+    if (stride_of(st->src[0]->src[1], r) == 1) return r;
   return nullptr;
 }
 

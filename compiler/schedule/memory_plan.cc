@@ -44,22 +44,22 @@ void plan_memory(Plan& plan, int64_t alignment) {
   mp = MemoryPlan{};
   mp.alignment = alignment;
   std::vector<Lifetime> life = lifetimes(plan);
-  std::vector<MemorySlot> todo;
+  std::vector<MemorySlot> by_size;
   for (const PlanBuffer& b : plan.buffers) {
     if (b.kind != BufferKind::Intermediate) continue;
     const Lifetime& lt = life[static_cast<size_t>(b.id)];
     KILN_CHECK(lt.first >= 0, "intermediate buffer ", b.name, " is never written");
-    todo.push_back(
+    by_size.push_back(
         {b.id, 0, round_up(std::max<int64_t>(b.bytes(), 1), alignment), lt.first, lt.last});
   }
   // Largest first; ties by earlier start, then buffer id (deterministic).
-  std::stable_sort(todo.begin(), todo.end(), [](const MemorySlot& a, const MemorySlot& b) {
+  std::stable_sort(by_size.begin(), by_size.end(), [](const MemorySlot& a, const MemorySlot& b) {
     if (a.size != b.size) return a.size > b.size;
     if (a.first_group != b.first_group) return a.first_group < b.first_group;
     return a.buffer < b.buffer;
   });
   std::vector<MemorySlot> placed;
-  for (MemorySlot s : todo) {
+  for (MemorySlot s : by_size) {
     std::vector<const MemorySlot*> live;
     for (const MemorySlot& p : placed)
       if (intersects(p, s)) live.push_back(&p);
