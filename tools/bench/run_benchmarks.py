@@ -16,6 +16,7 @@ import argparse
 import datetime
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,6 +58,8 @@ def build(build_dir):
 
 
 def install_ort(build_dir):
+    if not shutil.which("npm"):  # Debian's nodejs comes without npm
+        sh(["apt-get", "install", "-y", "-q", "--no-install-recommends", "npm"])
     ort_dir = os.path.join(build_dir, "ort")
     if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
         os.makedirs(ort_dir, exist_ok=True)

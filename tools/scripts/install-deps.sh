@@ -17,8 +17,9 @@ packages=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-sklearn
   # edge: AArch64 cross toolchain and user-mode emulation
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-  # benchmark anchor (ONNX Runtime through node)
-  nodejs
+  # benchmarks: ONNX Runtime through node (npm comes with nodejs builds that bundle it; the
+  # benchmark installs Debian's npm itself if it is missing), GNU time for peak memory
+  nodejs time
 )
 
 missing=()
