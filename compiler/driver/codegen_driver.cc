@@ -49,7 +49,9 @@ CodegenArtifacts generate_code(const Plan& plan, const Target& t, const LowerOpt
   std::unique_ptr<llvm::Module> m;
   {
     ScopedPass pt(opts.times, "llvm_ir");
-    m = build_module(ctx, ck, t, ModuleKind::Package);
+    m = req.static_table.empty()
+            ? build_module(ctx, ck, t, ModuleKind::Package)
+            : build_module(ctx, ck, t, ModuleKind::Static, req.static_table, req.static_id);
   }
   {
     ScopedPass pt(opts.times, "llvm_opt");
@@ -63,7 +65,7 @@ CodegenArtifacts generate_code(const Plan& plan, const Target& t, const LowerOpt
     ScopedPass pt(opts.times, "llvm_codegen");
     out.object = emit_object(*m, t);
   }
-  if (req.shared_object) {
+  if (req.shared_object && req.static_table.empty()) {
     ScopedPass pt(opts.times, "link");
     out.shared_object = link_shared_object(out.object, t);
   }

@@ -25,6 +25,10 @@ struct CodegenRequest {
   bool llvm_ir = false;
   bool assembly = false;
   bool shared_object = true;
+  // A static library's object (--emit static-lib): the entry table is named `static_table`
+  // and carries `static_id`; no shared object is linked.
+  std::string static_table;
+  uint32_t static_id = 0;
 };
 
 // The codegen stage names, in order (what --dump-ir accepts after the middle end's).

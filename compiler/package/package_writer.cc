@@ -100,7 +100,9 @@ uint32_t package_metadata_crc(const uint8_t* buf, size_t size) {
 
 std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code,
                                    const Target& t, const PackageProvenance& prov,
-                                   const SelfTestData* selftest) {
+                                   const SelfTestData* selftest, uint32_t static_kernels_id) {
+  KILN_CHECK(static_kernels_id == 0 || code.shared_object.empty(),
+             "a static-library package carries no shared object");
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   fbb.ForceDefaults(true);  // every scalar present, so that the checksum field can be patched
 
@@ -238,7 +240,7 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
       fbb.CreateVector(kernels), code_vec, const_vec, fbb.CreateVector(slots),
       static_cast<uint64_t>(plan.memory.arena_bytes), static_cast<uint32_t>(plan.memory.alignment),
       static_cast<uint64_t>(plan.memory.lower_bound_bytes), fbb.CreateVector(groups),
-      fbb.CreateVector(sections), 0, selftest_table);
+      fbb.CreateVector(sections), 0, selftest_table, static_kernels_id);
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   uint32_t crc = package_metadata_crc(out.data(), out.size());

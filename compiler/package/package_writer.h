@@ -33,7 +33,8 @@ struct SelfTestData {
 
 std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code,
                                    const Target& t, const PackageProvenance& prov,
-                                   const SelfTestData* selftest = nullptr);
+                                   const SelfTestData* selftest = nullptr,
+                                   uint32_t static_kernels_id = 0);
 
 // The CPU features a package records as required: the target's features that the runtime can
 // check (docs/package-format.md lists them). Code is generated with exactly these enabled.

@@ -20,8 +20,6 @@
 #define KILN_R_RELATIVE (-1)
 #endif
 
-#define KILN_TABLE_MAGIC 0x4E4C494Bu /* "KILN" */
-#define KILN_TABLE_VERSION 1u
 
 static int in_range(uint64_t off, uint64_t len, uint64_t size) {
   uint64_t end;

@@ -69,6 +69,11 @@ typedef struct kiln_tensor_desc {
 typedef void (*kiln_kernel_fn)(void* const* args, const int64_t* vars, uint32_t task,
                                uint32_t ntasks);
 
+/* The kernels' entry table (the compiler's module_builder writes it): magic, version, count, id
+ * (0, or the static_kernels_id of a static-library package), then `count` entry pointers. */
+#define KILN_TABLE_MAGIC 0x4E4C494Bu /* "KILN" */
+#define KILN_TABLE_VERSION 1u
+
 /* Kernels loaded from an ELF shared object by kiln's loader. */
 typedef struct kiln_code {
   uint8_t* base; /* the mapped image */
@@ -99,6 +104,7 @@ struct kiln_model {
   uint64_t arena_size;
   uint32_t arena_alignment;
   kiln_code code;
+  const void* static_table; /* kiln_model_load_static: the linked entry table, else NULL */
   /* the optional self-test (kilnc --embed-selftest) */
   int has_selftest;
   const uint8_t** selftest_inputs;  /* per input: size_bytes bytes in the package */

@@ -84,10 +84,11 @@ kiln_status kiln_model_load_file(const char* path, const kiln_model_options* opt
   return finish_load(m, options, out_model);
 }
 
-kiln_status kiln_model_load_memory(const void* data, size_t size, const kiln_model_options* options, kiln_model** out_model) {
-  if (!out_model) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_memory: out_model is NULL");
+static kiln_status load_memory(const void* data, size_t size, const void* static_table, const kiln_model_options* options,
+                               kiln_model** out_model, const char* fn) {
+  if (!out_model) return kiln_error(KILN_INVALID_ARGUMENT, "%s: out_model is NULL", fn);
   *out_model = NULL;
-  if (!data) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_memory: data is NULL");
+  if (!data) return kiln_error(KILN_INVALID_ARGUMENT, "%s: data is NULL", fn);
   KILN_RETURN_IF_ERROR(check_options(options));
   kiln_model* m = new_model(options);
   if (!m) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading a package");
@@ -104,7 +105,19 @@ kiln_status kiln_model_load_memory(const void* data, size_t size, const kiln_mod
     m->buf = m->owned_copy;
   }
   m->size = size;
+  m->static_table = static_table;
   return finish_load(m, options, out_model);
+}
+
+kiln_status kiln_model_load_memory(const void* data, size_t size, const kiln_model_options* options, kiln_model** out_model) {
+  return load_memory(data, size, NULL, options, out_model, "kiln_model_load_memory");
+}
+
+kiln_status kiln_model_load_static(const void* data, size_t size, const void* kernels, const kiln_model_options* options,
+                                   kiln_model** out_model) {
+  if (out_model) *out_model = NULL;
+  if (!kernels) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_static: kernels is NULL");
+  return load_memory(data, size, kernels, options, out_model, "kiln_model_load_static");
 }
 
 kiln_status kiln_model_release(kiln_model* m) {

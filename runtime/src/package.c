@@ -12,7 +12,7 @@
 /* Field indices (schema/kiln.fbs declaration order). */
 enum { PKG_PROVENANCE, PKG_TARGET, PKG_INPUTS, PKG_OUTPUTS, PKG_KERNELS, PKG_CODE, PKG_CONSTANTS, PKG_SLOTS,
        PKG_ARENA_SIZE, PKG_ARENA_ALIGNMENT, PKG_ARENA_LOWER_BOUND, PKG_GROUPS, PKG_SECTIONS, PKG_METADATA_CRC,
-       PKG_SELFTEST };
+       PKG_SELFTEST, PKG_STATIC_KERNELS_ID };
 enum { ST_INPUTS, ST_OUTPUTS, ST_TOLERANCE };
 enum { STT_DATA };
 enum { PROV_MAJOR, PROV_MINOR, PROV_PRODUCER, PROV_FLAGS, PROV_SHA };
@@ -146,8 +146,20 @@ kiln_status kiln_package_load(kiln_model* m, int verify_checksums) {
   uint32_t code_size = fbr_vector(R, fbr_ref(R, fbr_field(R, root, PKG_CODE)), 1, &code);
   uint32_t const_size = fbr_vector(R, fbr_ref(R, fbr_field(R, root, PKG_CONSTANTS)), 1, &consts);
   uint64_t crc_field = fbr_field(R, root, PKG_METADATA_CRC);
+  uint32_t static_id = u32_field(R, root, PKG_STATIC_KERNELS_ID);
   FB_CHECK(R);
-  if (!code || !code_size) return invalid("no kernel code");
+  if (static_id) {
+    if (code_size) return invalid("a static-library package with kernel code");
+    if (!m->static_table)
+      return kiln_error(KILN_INVALID_PACKAGE,
+                        "invalid package: its kernels are in a static library (--emit static-lib): load it with "
+                        "kiln_model_load_static and the library's NAME_kernels");
+  } else {
+    if (!code || !code_size) return invalid("no kernel code");
+    if (m->static_table)
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: it carries its own kernel code; load it with "
+                                              "kiln_model_load_memory (kiln_model_load_static is for --emit static-lib)");
+  }
   if (const_size && consts % 64) return invalid("the constants are not 64-byte aligned");
   if (verify_checksums) {
     if (!crc_field) return invalid("no metadata checksum");
@@ -442,9 +454,26 @@ kiln_status kiln_package_load(kiln_model* m, int verify_checksums) {
     }
   }
 
-  /* The kernels' code. */
-  st = kiln_elf_load(m->buf + code, code_size, &m->code);
-  if (st != KILN_OK) goto done;
+  /* The kernels' code: the package's shared object, or the entry table linked into the
+   * application (the same layout: magic, version, count, id, entries). */
+  if (static_id) {
+    uint32_t head[4];
+    memcpy(head, m->static_table, sizeof head);
+    if (head[0] != KILN_TABLE_MAGIC || head[1] != KILN_TABLE_VERSION) {
+      st = kiln_error(KILN_INVALID_PACKAGE, "invalid package: kiln_model_load_static: |kernels| is not a kiln entry table");
+      goto done;
+    }
+    if (head[3] != static_id) {
+      st = kiln_error(KILN_INVALID_PACKAGE,
+                      "invalid package: the linked kernels (id %08x) belong to another package (id %08x)", head[3], static_id);
+      goto done;
+    }
+    m->code.entries = (const kiln_kernel_fn*)((const uint8_t*)m->static_table + 16);
+    m->code.num_entries = head[2];
+  } else {
+    st = kiln_elf_load(m->buf + code, code_size, &m->code);
+    if (st != KILN_OK) goto done;
+  }
   for (uint32_t i = 0; i < m->num_kernels; ++i) {
     if (kernel_entry[i] >= m->code.num_entries) {
       st = kiln_error(KILN_INVALID_PACKAGE, "invalid package: kernel %s is entry %u of %u", m->kernel_names[i], kernel_entry[i], m->code.num_entries);

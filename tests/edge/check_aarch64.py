@@ -6,6 +6,8 @@ compares with the x86-64 run of the same model (max |diff| <= 1e-4 * max |x86 ou
 
   - the digits sample (C) for --cpu generic, cortex-a53, cortex-a72, neoverse-n1 (accuracy and
     logits against the x86-64 package);
+  - the static sample (samples/static: --emit static-lib --embed-data, libkiln_rt_bare, a fixed
+    memory pool) cross-compiled and run;
   - resnet18 and mobilenet_v2 (seeded random weights, tests/models/export_models.py), and their
     embedded self-tests (--embed-selftest, kiln-run --selftest) under qemu.
 
@@ -96,6 +98,24 @@ def main():
         ok = compare(f"digits --cpu {cpu}", os.path.join(work, "digits_x86/logits.npy"),
                      os.path.join(work, f"digits_{cpu}/logits.npy")) and ok
         results.append(ok)
+
+    # The static sample: the digits model linked in (--emit static-lib --embed-data), the
+    # thread-free runtime, a fixed memory pool.
+    sdir = os.path.join(work, "static")
+    os.makedirs(sdir, exist_ok=True)
+    run([kilnc, "compile", os.path.join(digits, "digits.onnx"), "--target", "aarch64-linux-gnu",
+         "--emit", "static-lib", "--embed-data", "-o", os.path.join(sdir, "digits_static")])
+    exe = os.path.join(sdir, "static_digits")
+    run(["aarch64-linux-gnu-gcc", "-O2", "-std=c11", "-D_GNU_SOURCE", f"-I{sdir}",
+         f"-I{TOP}/runtime/include", f"-I{TOP}/tools/kiln-run", f"{TOP}/samples/static/static_digits.c",
+         f"{TOP}/tools/kiln-run/npy.c", os.path.join(sdir, "digits_static.a"),
+         os.path.join(build, "runtime/libkiln_rt_bare.a"), "-o", exe])
+    out = run(QEMU + [exe, images, labels])
+    acc = [line for line in out.splitlines() if line.startswith("accuracy:")]
+    ok = bool(acc) and int(acc[0].split()[1].split("/")[0]) >= 37 and "all from the static pool" in out
+    print(f"static_digits (static library, no threads) under qemu: {acc[0] if acc else out.strip()}: "
+          f"{'ok' if ok else 'FAILED'}")
+    results.append(ok)
 
     # Real models.
     for name in ("resnet18", "mobilenet_v2"):

@@ -24,6 +24,7 @@
 #include "compiler/opt/tuning_cache.h"
 #include "compiler/package/package_reader.h"
 #include "compiler/package/package_writer.h"
+#include "compiler/package/static_library.h"
 #include "compiler/support/error.h"
 #include "compiler/support/npy.h"
 #include "compiler/support/sha256.h"
@@ -60,6 +61,7 @@ const char* kUsage =
     "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
     "kiln-dump)\n"
     "  --explain-fusion         log every fusion decision\n"
+    "  --embed-data             --emit static-lib: put the package in the archive as a C array\n"
     "  --embed-selftest         compile: store inputs (--input files, or seeded random values)\n"
     "                           and this machine's outputs for kiln_model_selftest / kiln-run --selftest\n"
     "  --beam N                 tune contraction kernels: time candidates on this machine,\n"
@@ -87,6 +89,7 @@ struct Args {
   int beam = 0;
   std::string tuning_cache;
   bool embed_selftest = false;
+  bool embed_data = false;  // --emit static-lib: the package inside the archive
 };
 
 kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
@@ -180,9 +183,12 @@ Args parse_args(int argc, char** argv) {
     } else if (is("--emit")) {
       a.emit = value("--emit");
       if (a.emit != "package" && a.emit != "llvm-ir" && a.emit != "asm" && a.emit != "object" &&
-          a.emit != "shared-object")
-        throw UsageError("--emit wants package, llvm-ir, asm, object or shared-object, got '" +
-                         a.emit + "'");
+          a.emit != "shared-object" && a.emit != "static-lib")
+        throw UsageError(
+            "--emit wants package, static-lib, llvm-ir, asm, object or shared-object, got '" +
+            a.emit + "'");
+    } else if (s == "--embed-data") {
+      a.embed_data = true;
     } else if (is("--input")) {
       a.inputs.push_back(name_value(value("--input"), "--input"));
     } else if (is("--output-dir")) {
@@ -205,8 +211,9 @@ Args parse_args(int argc, char** argv) {
   if (a.command == "compile" && a.output.empty()) throw UsageError("compile needs -o OUT");
   if (a.emit.empty()) a.emit = "package";
   if (a.command == "run" && a.output_dir.empty()) throw UsageError("run needs --output-dir DIR");
-  if (a.embed_selftest && (a.command != "compile" || a.emit != "package"))
-    throw UsageError("--embed-selftest goes with compile --emit package");
+  if (a.embed_selftest && (a.command != "compile" || (a.emit != "package" && a.emit != "static-lib")))
+    throw UsageError("--embed-selftest goes with compile --emit package or static-lib");
+  if (a.embed_data && a.emit != "static-lib") throw UsageError("--embed-data goes with --emit static-lib");
   if (a.command == "compile" && !a.inputs.empty() && !a.embed_selftest)
     throw UsageError("compile takes --input files only for --embed-selftest");
   return a;
@@ -382,13 +389,24 @@ int run(const Args& a) {
   req.llvm_ir = a.emit == "llvm-ir";
   req.assembly = a.emit == "asm";
   req.shared_object = a.emit == "shared-object" || a.emit == "package";
+  bool static_lib = a.emit == "static-lib";
+  std::string prefix = a.output, symbol;
+  std::vector<uint8_t> model = read_file(a.model);
+  kiln::Sha256 h;
+  h.update(model.data(), model.size());
+  kiln::PackageProvenance prov{output_flags(a, t), kiln::Sha256::hex(h.finish())};
+  uint32_t static_id = 0;
+  if (static_lib) {
+    if (prefix.size() > 2 && prefix.compare(prefix.size() - 2, 2, ".a") == 0) prefix.resize(prefix.size() - 2);
+    symbol = kiln::static_library_symbol(prefix);
+    prov.flags.push_back("--emit=static-lib");
+    static_id = kiln::static_kernels_id(prov.model_sha256, prov.flags);
+    req.static_table = symbol + "_kernels";
+    req.static_id = static_id;
+  }
   auto tuned = tune(a, plan, t, times);
   kiln::CodegenArtifacts art = kiln::generate_code(plan, t, {a.opt_level, &tuned}, req, pipeline);
-  if (a.emit == "package") {
-    std::vector<uint8_t> model = read_file(a.model);
-    kiln::Sha256 h;
-    h.update(model.data(), model.size());
-    kiln::PackageProvenance prov{output_flags(a, t), kiln::Sha256::hex(h.finish())};
+  if (a.emit == "package" || static_lib) {
     std::optional<kiln::SelfTestData> selftest;
     if (a.embed_selftest) {
       kiln::ScopedPass pt(&times, "selftest");
@@ -397,9 +415,18 @@ int run(const Args& a) {
     std::vector<uint8_t> pkg;
     {
       kiln::ScopedPass pt(&times, "package");
-      pkg = kiln::write_package(plan, g, art, t, prov, selftest ? &*selftest : nullptr);
+      pkg = kiln::write_package(plan, g, art, t, prov, selftest ? &*selftest : nullptr, static_id);
     }
-    write_file(a.output, pkg.data(), pkg.size());
+    if (!static_lib) {
+      write_file(a.output, pkg.data(), pkg.size());
+      return 0;
+    }
+    std::string package_file = std::filesystem::path(prefix + ".kiln").filename().string();
+    kiln::StaticLibrary lib = kiln::make_static_library(symbol, art.object, art.kernels.size(),
+                                                        a.embed_data ? &pkg : nullptr, package_file, t);
+    write_file(prefix + ".a", lib.archive.data(), lib.archive.size());
+    write_file(prefix + ".h", lib.header.data(), lib.header.size());
+    if (!a.embed_data) write_file(prefix + ".kiln", pkg.data(), pkg.size());
     return 0;
   }
   if (a.emit == "llvm-ir") write_file(a.output, art.llvm_ir.data(), art.llvm_ir.size());

@@ -17,20 +17,22 @@ namespace kiln {
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
                                            const std::vector<CodegenKernel>& kernels,
-                                           const Target& t, ModuleKind kind) {
+                                           const Target& t, ModuleKind kind,
+                                           const std::string& table_symbol, uint32_t table_id) {
+  bool table = kind != ModuleKind::Jit;
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
   m->setTargetTriple(t.triple());
   m->setDataLayout(t.machine().createDataLayout());
   std::vector<llvm::Constant*> entries;
   for (const CodegenKernel& k : kernels) {
     KernelFunctions f = emit_kernel(*m, k.name, k.program, k.arg_dtypes, t);
-    if (kind == ModuleKind::Package) {
+    if (table) {
       f.raw->setLinkage(llvm::GlobalValue::InternalLinkage);
       f.entry->setLinkage(llvm::GlobalValue::InternalLinkage);
     }
     entries.push_back(f.entry);
   }
-  if (kind == ModuleKind::Package) {
+  if (table) {
     llvm::Type* i32 = llvm::Type::getInt32Ty(ctx);
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* arr = llvm::ArrayType::get(ptr, entries.size());
@@ -38,10 +40,10 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
     auto* init = llvm::ConstantStruct::get(
         sty, {llvm::ConstantInt::get(i32, kEntryTableMagic),
               llvm::ConstantInt::get(i32, kEntryTableVersion),
-              llvm::ConstantInt::get(i32, entries.size()), llvm::ConstantInt::get(i32, 0),
+              llvm::ConstantInt::get(i32, entries.size()), llvm::ConstantInt::get(i32, table_id),
               llvm::ConstantArray::get(arr, entries)});
     auto* g = new llvm::GlobalVariable(*m, sty, true, llvm::GlobalValue::ExternalLinkage, init,
-                                       kEntryTableSymbol);
+                                       kind == ModuleKind::Static ? table_symbol : kEntryTableSymbol);
     g->setAlignment(llvm::Align(16));
   }
   return m;

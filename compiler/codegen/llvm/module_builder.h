@@ -34,11 +34,16 @@ struct CodegenKernel {
   std::vector<DType> arg_dtypes;  // element dtype of each argument buffer
 };
 
-enum class ModuleKind { Package, Jit };
+// Package: kernels internal, the entry table exported as kEntryTableSymbol (a shared object).
+// Static: the same with the table named `table_symbol` and carrying `table_id` (a static library
+// linked into the application). Jit: kernels external, no table.
+enum class ModuleKind { Package, Static, Jit };
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
                                            const std::vector<CodegenKernel>& kernels,
-                                           const Target& t, ModuleKind kind);
+                                           const Target& t, ModuleKind kind,
+                                           const std::string& table_symbol = kEntryTableSymbol,
+                                           uint32_t table_id = 0);
 // Verifies (throws InternalError naming the problem) and runs the O3 pipeline with every library
 // function disabled, so that no memset/memcpy/libm call is introduced.
 void optimize_module(llvm::Module& m, const Target& t);

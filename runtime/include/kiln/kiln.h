@@ -127,6 +127,18 @@ KILN_API kiln_status kiln_model_load_memory(const void* data, size_t size,
                                             const kiln_model_options* options,
                                             kiln_model** out_model);
 
+/* Static-library packages (`kilnc compile --emit static-lib -o NAME`): the kernels are linked
+ * into the application (NAME.a, declared in NAME.h as NAME_kernels) and the package holds no
+ * code. |kernels| is &NAME_kernels. Otherwise as kiln_model_load_memory: no file mapping and no
+ * code loading, so with a caller allocator (|options|) and 64-byte-aligned package memory nothing
+ * comes from the C library's heap. Errors: those of kiln_model_load_memory, and
+ * KILN_INVALID_ARGUMENT (NULL |kernels|), KILN_INVALID_PACKAGE (the table is not a kiln entry
+ * table, or belongs to another package). A static package given to the other load functions is
+ * KILN_INVALID_PACKAGE, naming this function. */
+KILN_API kiln_status kiln_model_load_static(const void* data, size_t size, const void* kernels,
+                                            const kiln_model_options* options,
+                                            kiln_model** out_model);
+
 /* Releases |model| (NULL is allowed and does nothing). Fails with KILN_FAILED_PRECONDITION, and
  * releases nothing, while sessions created on the model are alive. Not thread-safe with other
  * uses of the same model. */
