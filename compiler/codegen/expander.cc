@@ -14,6 +14,9 @@ namespace kiln {
 
 namespace {
 
+// The widest accumulator (in lanes) the expander splits across unrolled copies of a reduction.
+constexpr int64_t kMaxSplitAccumulatorLanes = 64;
+
 using Mask = uint32_t;
 
 class Expander {
@@ -181,6 +184,15 @@ class Expander {
     return out;
   }
 
+  // Runs of an odd length (7 consecutive floats of a 7x7 map) are loaded element by element:
+  // LLVM splits an odd-length vector load into lane inserts and, broadcast across the other
+  // upcast axes, into long shuffles; scalar loads become broadcasts straight from memory.
+  static bool odd_run(const std::vector<std::pair<int64_t, int64_t>>& runs) {
+    for (auto [start, len] : runs)
+      if (len > 1 && len % 2 == 1) return true;
+    return false;
+  }
+
   // Runs of consecutive offsets: (start offset, length), in increasing offset order.
   static std::vector<std::pair<int64_t, int64_t>> runs_of(std::vector<int64_t> offs) {
     std::sort(offs.begin(), offs.end());
@@ -203,7 +215,7 @@ class Expander {
     Lanes ls = lanes_of(index->src[1], m);
     int64_t n = lanes(m);
     DType el = ld->dtype.base();
-    if (ls.uniform) {
+    if (ls.uniform && !odd_run(runs_of(ls.offset))) {
       auto runs = runs_of(ls.offset);
       const Access& a0 = ls.acc[0];
       std::vector<const UOp*> loads;
@@ -297,7 +309,43 @@ class Expander {
     // Substituting unroll values can only remove upcast dependencies: every copy fits the
     // reduction's own layout.
     Mask m = mask_of(red);
-    DType d = vec(red->dtype, lanes(m));
+    int64_t n = lanes(m), k = static_cast<int64_t>(copies.size());
+    DType d = vec(red->dtype, n);
+    // A small tile gets one accumulator per unrolled copy: the copies become lanes of a wider
+    // accumulator (k independent registers), so the loop-carried chain is one operation per
+    // iteration instead of k, and the slices are combined after the loop. Bigger tiles keep one
+    // accumulator (k of them would not fit in registers).
+    if (k > 1 && n * k <= kMaxSplitAccumulatorLanes) {
+      DType wide = vec(red->dtype, n * k);
+      std::vector<const UOp*> parts;
+      for (const UOp* c : copies) parts.push_back(convert(expand(c), mask_of(c), m));
+      const UOp* cat;
+      if (n == 1) {
+        cat = ctx_->make(Op::VECTORIZE, wide, parts);
+      } else {
+        std::vector<int64_t> all(static_cast<size_t>(n * k));
+        for (int64_t l = 0; l < n * k; ++l) all[static_cast<size_t>(l)] = l;
+        cat = ctx_->make(Op::GEP, wide, parts, all);
+      }
+      const UOp* acc = ctx_->make(Op::ACC, wide, {}, next_acc_++);
+      std::vector<const UOp*> src = {ctx_->make(op, wide, {acc, cat}), acc};
+      src.insert(src.end(), loops.begin(), loops.end());
+      const UOp* r = ctx_->make(Op::REDUCE, wide, src, op);
+      std::vector<const UOp*> slices;
+      for (int64_t j = 0; j < k; ++j) {
+        std::vector<int64_t> idx(static_cast<size_t>(n));
+        for (int64_t l = 0; l < n; ++l) idx[static_cast<size_t>(l)] = j * n + l;
+        slices.push_back(ctx_->make(Op::GEP, d, {r}, idx));
+      }
+      while (slices.size() > 1) {  // pairwise
+        std::vector<const UOp*> next;
+        for (size_t i = 0; i + 1 < slices.size(); i += 2)
+          next.push_back(ctx_->make(op, d, {slices[i], slices[i + 1]}));
+        if (slices.size() % 2) next.push_back(slices.back());
+        slices = std::move(next);
+      }
+      return slices[0];
+    }
     const UOp* acc = ctx_->make(Op::ACC, d, {}, next_acc_++);
     const UOp* body = acc;
     for (const UOp* c : copies) body = ctx_->make(op, d, {body, convert(expand(c), mask_of(c), m)});
