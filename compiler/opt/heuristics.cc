@@ -136,31 +136,56 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, con
     vec = contiguous_loop(ast, kr);
     if (!vec) return;
   }
-  int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
-  // Accumulator budget in lanes: half the vector registers (8 on AVX2, 16 on NEON/AVX-512).
-  int64_t budget = accumulators * width / std::max<int64_t>(1, lanes);
-  std::vector<Opt> tile;
-  for (auto it = kr.loops.rbegin(); it != kr.loops.rend() && budget >= 2; ++it) {
-    const UOp* r = *it;
-    if (r == vec) continue;
-    bool reuses = true;
-    for (const UOp* l : loads)
-      if (load_stride(l, vec) == 1 && depends_on(l, r)) reuses = false;
-    if (!reuses) continue;
-    int64_t up = 1;
-    for (int64_t p = budget; p >= 2; p /= 2)
-      if (size_of(r) % p == 0) {
-        up = p;
-        break;
+  // The tile's broadcast axes for `lanes` on the lane axis, within the accumulator budget.
+  auto tile_for = [&](int64_t lanes) {
+    int64_t budget = accumulators * width / std::max<int64_t>(1, lanes);
+    std::vector<Opt> tile;
+    for (auto it = kr.loops.rbegin(); it != kr.loops.rend() && budget >= 2; ++it) {
+      const UOp* r = *it;
+      if (r == vec) continue;
+      bool reuses = true;
+      for (const UOp* l : loads)
+        if (load_stride(l, vec) == 1 && depends_on(l, r)) reuses = false;
+      if (!reuses) continue;
+      int64_t up = 1;
+      for (int64_t p = budget; p >= 2; p /= 2)
+        if (size_of(r) % p == 0) {
+          up = p;
+          break;
+        }
+      // A tile covering the whole range with padding (a 7-wide map: 8 lanes, one masked) beats
+      // a narrow exact one while at most a quarter of the lanes are padding. (Padding that
+      // leaves several groups gates every access in the loop: not worth it.)
+      for (int64_t p = budget; p > up; p /= 2)
+        if (size_of(r) < p && 4 * (p - size_of(r)) <= p) {
+          up = p;
+          break;
+        }
+      if (up > 1) {
+        tile.push_back({OptKind::Upcast, r->range().id, up});
+        budget /= up;
       }
-
-    if (up > 1) {
-      tile.push_back({OptKind::Upcast, r->range().id, up});
-      budget /= up;
+    }
+    return tile;
+  };
+  auto accumulators_of = [&](int64_t lanes, const std::vector<Opt>& tile) {
+    int64_t a = std::max<int64_t>(1, lanes / width);
+    for (const Opt& o : tile) a *= o.amount;
+    return a;
+  };
+  int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
+  std::vector<Opt> tile = tile_for(lanes);
+  // One vector on the lane axis when that lets the broadcast axes fill the budget (7x7 maps:
+  // 8 padded positions x 8 channels reuse each weight vector 8 times).
+  if (lanes > width && size_of(vec) % width == 0) {
+    std::vector<Opt> narrow = tile_for(width);
+    if (accumulators_of(width, narrow) > accumulators_of(lanes, tile)) {
+      lanes = width;
+      tile = std::move(narrow);
     }
   }
-  // No broadcast axis to tile (7x7 or 13x13 maps): more vectors on the lane axis instead, the
-  // most (up to 8) that divide it (1000 classes: 5 vectors of 8).
+  // No broadcast axis to tile (13x13 maps, 1x1 outputs): more vectors on the lane axis instead,
+  // the most (up to 8) that divide it (1000 classes: 5 vectors of 8).
   if (tile.empty() && lanes % width == 0)
     for (int64_t v = std::min<int64_t>(8, accumulators); v > lanes / width; --v)
       if (size_of(vec) % (v * width) == 0) {

@@ -125,7 +125,14 @@ class Applier {
       ntasks_ = std::min(o.amount, n);
       return;
     }
-    if (n % o.amount != 0) bad(str_cat("amount does not divide the range size ", n));
+    // An upcast may pad: the range is covered by ceil(n / amount) groups of `amount` lanes and
+    // the lanes past n are masked (their loads read nothing, their stores are skipped), so a 7x7
+    // map can take a tile of 8. At most a third of the lanes may be padding.
+    bool padded = o.kind == OptKind::Upcast && n % o.amount != 0;
+    int64_t groups = (n + o.amount - 1) / o.amount;
+    if (padded && 3 * (groups * o.amount - n) > groups * o.amount)
+      bad(str_cat("amount pads the range of ", n, " by more than a third"));
+    if (!padded && n % o.amount != 0) bad(str_cat("amount does not divide the range size ", n));
     if (o.amount == n && o.kind == OptKind::Tile) bad("a tile as large as the range is no tile");
     if (o.kind == OptKind::Upcast) {
       lanes_ *= o.amount;
@@ -136,14 +143,14 @@ class Applier {
     AxisKind inner_kind = o.kind == OptKind::Upcast   ? AxisKind::Upcast
                           : o.kind == OptKind::Unroll ? AxisKind::Unroll
                                                       : AxisKind::Loop;
-    const UOp* outer =
-        n / o.amount > 1 ? ctx_->range(n / o.amount, next_id_++, outer_kind) : nullptr;
+    const UOp* outer = groups > 1 ? ctx_->range(groups, next_id_++, outer_kind) : nullptr;
     const UOp* inner = ctx_->range(o.amount, next_id_++, inner_kind);
     const UOp* expr = outer ? outer->mul(o.amount)->add(inner) : inner;
     std::vector<const UOp*> parts;
     if (outer) parts.push_back(outer);
     parts.push_back(inner);
     ast_ = replace_range(ast_, r, expr, parts);
+    if (padded) ast_ = gate_indices(ast_, inner, expr->lt(ctx_->const_index(n)));
     auto it = std::find(loop_order_.begin(), loop_order_.end(), r);
     if (it != loop_order_.end()) {
       size_t pos = static_cast<size_t>(it - loop_order_.begin());
@@ -188,6 +195,37 @@ class Applier {
     for (const UOp* u : ast_->toposort())
       if (u->op == Op::RANGE && u->range().id == o.range_id) return u;
     throw Error(str_cat("opt ", o.str(), ": the kernel has no range r", o.range_id));
+  }
+
+  // Every memory access whose index uses `range` gets `valid` as (part of) its gate.
+  const UOp* gate_indices(const UOp* ast, const UOp* range, const UOp* valid) {
+    std::unordered_map<const UOp*, const UOp*> done;
+    for (const UOp* n : ast->toposort()) {
+      std::vector<const UOp*> src;
+      bool changed = false;
+      for (const UOp* s : n->src) {
+        const UOp* m = done.at(s);
+        changed |= m != s;
+        src.push_back(m);
+      }
+      const UOp* u = changed ? n->with_src(std::move(src)) : n;
+      if (u->op == Op::INDEX) {
+        const UOp* idx = u->src[1];
+        bool uses = false;
+        for (const UOp* x : idx->ranges()) uses |= x == range;
+        if (uses) {
+          const UOp* gate = valid;
+          const UOp* lin = idx;
+          if (idx->op == Op::WHERE && idx->src[2]->is_invalid()) {
+            gate = idx->src[0]->logical_and(valid);
+            lin = idx->src[1];
+          }
+          u = ctx_->make(Op::INDEX, u->dtype, {u->src[0], gate->where(lin, ctx_->invalid())});
+        }
+      }
+      done[n] = u;
+    }
+    return done.at(ast);
   }
 
   // A simultaneous replacement of ranges (REDUCE range lists included).

@@ -52,6 +52,34 @@ TEST(JitDifferential, MatmulsOfOddSizes) {
   }
 }
 
+// Upcasts that pad their range (a 7-wide map in 8 lanes): the extra lanes must neither read
+// past the buffers nor store. Forced through LowerOptions::tuned, on the lane axis, on the
+// broadcast axis and on both, next to the heuristic's choice.
+TEST(JitDifferential, PaddedUpcastsMaskTheirExtraLanes) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {13, 10});
+  Tensor b = Tensor::input(g, "b", dtypes::float32, {10, 7});
+  g.add_output("c", matmul(a, b).uop());  // loops r0[13] r1[7], reduce r2[10]
+  auto inputs = testing::random_inputs(g, 11);
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  auto ref = interpret(p, g, inputs);
+  std::vector<std::vector<Opt>> cases = {
+      {{OptKind::Upcast, 1, 8}},
+      {{OptKind::Upcast, 0, 16}, {OptKind::Unroll, 2, 2}},
+      {{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 8}, {OptKind::Parallel, 0, 2}},
+      {{OptKind::Upcast, 0, 4}, {OptKind::Unroll, 2, 5}},
+  };
+  for (const auto& opts : cases) {
+    std::string what;
+    for (const Opt& o : opts) what += o.str() + " ";
+    std::map<std::string, std::vector<Opt>> tuned = {{p.programs[0].name, opts}};
+    JitProgram jit(p, host(), {2, &tuned});
+    auto got = jit.run(g, inputs);
+    EXPECT_TRUE(testing::arrays_close(ref.at("c"), got.at("c"))) << what;
+  }
+}
+
 TEST(JitDifferential, BatchedAndBroadcastMatmuls) {
   Graph g;
   Tensor a = Tensor::input(g, "a", dtypes::float32, {3, 1, 5, 7});

@@ -30,8 +30,15 @@ TEST(Opts, InvalidOptsAreRejectedWithAReason) {
   Graph g;
   Plan p = matmul_plan(g, 12, 10, 16);  // loops r0[12] r1[16], reduce r2[10]
   const UOp* ast = p.programs[0].ast;
-  EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 1, 5}}),
-            "opt UPCAST(r1,5): amount does not divide the range size 16");
+  // An upcast may pad its range by up to a third of the lanes (16 as 2 x 13 would be 10 of 26).
+  EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 1, 13}}),
+            "opt UPCAST(r1,13): amount pads the range of 16 by more than a third");
+  EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 1, 5}}), "");
+  // Unrolls and tiles may not pad.
+  EXPECT_EQ(opt_error(ast, {{OptKind::Unroll, 2, 3}}),
+            "opt UNROLL(r2,3): amount does not divide the range size 10");
+  EXPECT_EQ(opt_error(ast, {{OptKind::Tile, 1, 5}}),
+            "opt TILE(r1,5): amount does not divide the range size 16");
   EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 2, 2}}),
             "opt UPCAST(r2,2): needs an output loop, r2 is reduce");
   EXPECT_EQ(opt_error(ast, {{OptKind::Unroll, 0, 2}}),
@@ -62,6 +69,9 @@ TEST(Opts, OptimizedKernelsComputeTheSameValues) {
       {{OptKind::Tile, 1, 4}, {OptKind::Unroll, 2, 2}},
       {{OptKind::Parallel, 0, 5}},
       {{OptKind::Upcast, 0, 4}, {OptKind::Parallel, 0, 3}, {OptKind::Upcast, 1, 16}},
+      // Padded upcasts: 16 lanes as 4 groups of 5, 12 rows as one group of 16.
+      {{OptKind::Upcast, 1, 5}, {OptKind::Unroll, 2, 2}},
+      {{OptKind::Upcast, 0, 16}, {OptKind::Upcast, 1, 8}},
   };
   for (const auto& opts : cases) {
     Plan q = p;
