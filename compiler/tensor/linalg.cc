@@ -1,21 +1,9 @@
 #include "compiler/tensor/linalg.h"
 
 #include "compiler/support/error.h"
+#include "compiler/tensor/weight_layout.h"
 
 namespace kiln {
-
-namespace {
-
-constexpr int64_t kPanel = 8;
-
-// True if the tensor's value is known at compile time (only weights and constants below it).
-bool is_constant(const Tensor& t) {
-  for (const UOp* u : t.uop()->toposort())
-    if (u->op == Op::BUFFER && !t.graph()->is_weight(u)) return false;
-  return true;
-}
-
-}  // namespace
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
   if (a0.ndim() == 0 || b0.ndim() == 0) throw Error("matmul: operands must have at least one axis");
@@ -27,18 +15,11 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   if (b.dim(-2) != k)
     throw Error(str_cat("matmul: shapes ", shape_str(a0.shape()), " and ", shape_str(b0.shape()),
                         " do not match (inner dims ", k, " vs ", b.dim(-2), ")"));
-  // A constant B (a layer's weights) is packed at compile time into column panels of
-  // kPanel, (N/kPanel, K, kPanel), and read back as (K, N): a kernel's vector of N lanes walks
-  // one panel, which is contiguous across K, instead of a column strided by N.
-  if (b.ndim() == 2 && is_constant(b) && b.dim(1) % kPanel == 0 && b.dim(1) > kPanel &&
-      b.dim(0) >= kPanel) {
-    int64_t kk = b.dim(0), n = b.dim(1);
-    b = b.reshape({kk, n / kPanel, kPanel})
-            .permute({1, 0, 2})
-            .contiguous()
-            .permute({1, 0, 2})
-            .reshape({kk, n});
-  }
+  // A constant B (a layer's weights) is packed in column panels, (N/8, K, 8), read back as
+  // (K, N): a kernel's vector of N lanes walks one panel, contiguous across K.
+  if (b.ndim() == 2 && is_constant(b) && b.dim(1) % kWeightPanel == 0 &&
+      b.dim(1) > kWeightPanel && b.dim(0) >= kWeightPanel)
+    b = packed_in_panels(b, 1);
   // (..., m, k) -> (..., m, 1, k);  (..., k, n) -> (..., 1, n, k);  product summed over k.
   Tensor x = a.unsqueeze(-2);
   Tensor y = b.transpose(-1, -2).unsqueeze(-3);

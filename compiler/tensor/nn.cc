@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "compiler/support/error.h"
+#include "compiler/tensor/weight_layout.h"
 
 namespace kiln {
 
@@ -85,15 +86,21 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   ws.insert(ws.end(), ns, 1);
   ws.push_back(cg);
   ws.insert(ws.end(), kernel.begin(), kernel.end());
-  // The weight is stored with the output channels innermost, (C/g, *k, Co), and read back as
-  // (Co, C/g, *k): a kernel's vector of output channels is then one contiguous load. For a constant
-  // weight, constant folding performs the copy at compile time.
-  std::vector<int64_t> to_co_last, from_co_last;
-  for (int64_t j = 1; j < w.ndim(); ++j) to_co_last.push_back(j);
-  to_co_last.push_back(0);
-  from_co_last.push_back(w.ndim() - 1);
-  for (int64_t j = 0; j + 1 < w.ndim(); ++j) from_co_last.push_back(j);
-  Tensor w_packed = w.permute(to_co_last).contiguous().permute(from_co_last);
+  // The weight is stored so that a kernel's vector of output channels is one contiguous load:
+  // in panels of 8 output channels, (Co/8, C/g, *k, 8), when there are several panels and each
+  // group reduces over several channels (a co block then streams its weights contiguously);
+  // otherwise (depthwise, few channels) with the output channels innermost, (C/g, *k, Co).
+  Tensor w_packed = w;
+  if (co % kWeightPanel == 0 && co > kWeightPanel && cg > 1) {
+    w_packed = packed_in_panels(w, 0);
+  } else {
+    std::vector<int64_t> to_co_last, from_co_last;
+    for (int64_t j = 1; j < w.ndim(); ++j) to_co_last.push_back(j);
+    to_co_last.push_back(0);
+    from_co_last.push_back(w.ndim() - 1);
+    for (int64_t j = 0; j + 1 < w.ndim(); ++j) from_co_last.push_back(j);
+    w_packed = w.permute(to_co_last).contiguous().permute(from_co_last);
+  }
   Tensor wr = w_packed.reshape(ws);
   Tensor prod = xs.mul(wr);  // (N, g, Co/g, *o, C/g, *k)
   Tensor r = prod.sum(axes_from(3 + nsp, 1 + nsp));

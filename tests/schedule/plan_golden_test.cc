@@ -272,24 +272,49 @@ TEST(PlanGolden, AConstantMatmulOperandIsPackedIntoPanelsAtCompileTime) {
   EXPECT_EQ(lanes->amount % 8, 0);
 }
 
-TEST(PlanGolden, ConvolutionWeightsArePackedWithOutputChannelsInnermost) {
-  Graph g;
-  NDArray w(dtypes::float32, {16, 4, 3, 3});
-  for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(static_cast<double>(i)));
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
-  g.add_output("y", conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p = plan_and_check(g);
-  ASSERT_EQ(p.launches.size(), 1u);
+// The packed copy of a constant convolution weight (the one weight argument of the plan's
+// only launch).
+const NDArray& packed_conv_weight(Graph& g, const Plan& p) {
+  EXPECT_EQ(p.launches.size(), 1u);
   const PlanBuffer* packed = nullptr;
   for (int a : p.launches[0].args)
     if (p.buffer(a).kind == BufferKind::Weight) packed = &p.buffer(a);
-  ASSERT_NE(packed, nullptr);
-  const NDArray& data = g.weight(packed->weight_id);
-  // (C, kh, kw, Co): element [c][y][x][o] is w[o][c][y][x].
+  EXPECT_NE(packed, nullptr);
+  return g.weight(packed->weight_id);
+}
+
+NDArray iota_weight(const Shape& shape) {
+  NDArray w(dtypes::float32, shape);
+  for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(static_cast<double>(i)));
+  return w;
+}
+
+TEST(PlanGolden, ConvolutionWeightsArePackedInPanelsOfEightOutputChannels) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
+  Tensor w = Tensor::weight(g, "w", iota_weight({16, 4, 3, 3}));
+  g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = plan_and_check(g);
+  const NDArray& data = packed_conv_weight(g, p);
+  // (Co/8, C, kh, kw, 8): element [o/8][c][y][x][o%8] is w[o][c][y][x].
   for (int64_t o = 0; o < 16; ++o)
     for (int64_t c = 0; c < 4; ++c)
       for (int64_t k = 0; k < 9; ++k)
-        ASSERT_EQ(data.get((c * 9 + k) * 16 + o).as_double(), static_cast<double>((o * 4 + c) * 9 + k));
+        ASSERT_EQ(data.get(((o / 8) * 36 + c * 9 + k) * 8 + o % 8).as_double(),
+                  static_cast<double>((o * 4 + c) * 9 + k));
+}
+
+TEST(PlanGolden, DepthwiseWeightsArePackedWithOutputChannelsInnermost) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 8, 8});
+  Tensor w = Tensor::weight(g, "w", iota_weight({16, 1, 3, 3}));
+  g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 16}).uop());
+  Plan p = plan_and_check(g);
+  const NDArray& data = packed_conv_weight(g, p);
+  // (1, kh, kw, Co): element [y][x][o] is w[o][0][y][x].
+  for (int64_t o = 0; o < 16; ++o)
+    for (int64_t k = 0; k < 9; ++k)
+      ASSERT_EQ(data.get(k * 16 + o).as_double(), static_cast<double>(o * 9 + k));
 }
 
 }  // namespace

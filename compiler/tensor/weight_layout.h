@@ -1,0 +1,21 @@
+// Compile-time weight layouts. A contraction kernel vectorizes along one output axis of its
+// weight (a matmul's N, a convolution's output channels); storing that axis in panels of
+// kWeightPanel lanes, innermost, with the panel index outermost, makes each vector load one
+// contiguous run and each panel one contiguous stream across the reduction (no page-sized strides
+// between consecutive loads). Constant folding performs the copy at compile time.
+#pragma once
+
+#include "compiler/tensor/tensor.h"
+
+namespace kiln {
+
+inline constexpr int64_t kWeightPanel = 8;
+
+// True if the tensor's value is known at compile time (only weights and constants below it).
+bool is_constant(const Tensor& t);
+
+// `w` stored as (dim(axis) / kWeightPanel, the other axes in order, kWeightPanel) and read back
+// with w's shape. Requires dim(axis) to be a multiple of kWeightPanel.
+Tensor packed_in_panels(const Tensor& w, int64_t axis);
+
+}  // namespace kiln
