@@ -147,20 +147,19 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, con
       for (const UOp* l : loads)
         if (load_stride(l, vec) == 1 && depends_on(l, r)) reuses = false;
       if (!reuses) continue;
-      int64_t up = 1;
-      for (int64_t p = budget; p >= 2; p /= 2)
-        if (size_of(r) % p == 0) {
-          up = p;
-          break;
-        }
-      // A tile covering the whole range with padding (a 7-wide map: 8 lanes, one masked) beats
-      // a narrow exact one while at most a quarter of the lanes are padding. (Padding that
-      // leaves several groups gates every access in the loop: not worth it.)
-      for (int64_t p = budget; p > up; p /= 2)
-        if (size_of(r) < p && 4 * (p - size_of(r)) <= p) {
-          up = p;
-          break;
-        }
+      // The largest power of two within the budget that divides the range; or, when that is a
+      // quarter of what padding allows, one that pads it by at most a quarter (the padded lanes
+      // are masked: their loads read element 0 and their stores are skipped). A 27-wide map
+      // takes 4 (7 groups, 1 of 28 lanes idle) rather than nothing, 7- and 13-wide maps 8; a
+      // 14-wide map keeps 2.
+      int64_t exact = 1, padded = 1, n = size_of(r);
+      for (int64_t p = budget; p >= 2 && exact == 1; p /= 2)
+        if (n % p == 0) exact = p;
+      for (int64_t p = budget; p >= 2 && padded == 1; p /= 2) {
+        int64_t total = (n + p - 1) / p * p, waste = total - n;
+        if (4 * waste <= total) padded = p;
+      }
+      int64_t up = padded >= 4 * exact ? padded : exact;
       if (up > 1) {
         tile.push_back({OptKind::Upcast, r->range().id, up});
         budget /= up;
@@ -184,12 +183,15 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, con
       tile = std::move(narrow);
     }
   }
-  // No broadcast axis to tile (13x13 maps, 1x1 outputs): more vectors on the lane axis instead,
-  // the most (up to 8) that divide it (1000 classes: 5 vectors of 8).
-  if (tile.empty() && lanes % width == 0)
+  // More vectors on the lane axis instead (up to 8, dividing it: 1000 classes take 5 of 8) when
+  // that gives more accumulators than the broadcast axes can (1x1 outputs, 13x13 maps).
+  if (lanes % width == 0)
     for (int64_t v = std::min<int64_t>(8, accumulators); v > lanes / width; --v)
       if (size_of(vec) % (v * width) == 0) {
-        lanes = v * width;
+        if (v > accumulators_of(lanes, tile)) {
+          lanes = v * width;
+          tile.clear();
+        }
         break;
       }
   opts.insert(opts.end(), tile.begin(), tile.end());

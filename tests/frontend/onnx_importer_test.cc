@@ -163,6 +163,34 @@ TEST(OnnxImporter, ShapeSubgraphsFoldOnceDimsAreBound) {
   EXPECT_LE(p.launches.size(), 1u);
 }
 
+// Pow with a constant exponent of 2 (layer norm's variance) becomes x * x: no POW is left in
+// the graph (pow would cost an exp and a log per element). A runtime exponent keeps POW.
+TEST(OnnxImporter, SquaringPowIsAMultiply) {
+  auto has_pow = [](const Graph& g) {
+    for (const UOp* u : g.outputs()[0].node->toposort())
+      if (u->op == Op::POW) return true;
+    return false;
+  };
+  for (bool constant : {true, false}) {
+    ModelBuilder b;
+    b.input("x", {2, 3});
+    if (constant) {
+      auto* t = b.g().add_initializer();
+      t->set_name("e");
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      t->add_float_data(2.0f);
+    } else {
+      b.input("e", {});
+    }
+    b.node("Pow", {"x", "e"}, {"y"});
+    b.output("y", {2, 3});
+    Graph g;
+    import_onnx_model(b.m, ".", g, {});
+    EXPECT_EQ(g.outputs()[0].node->shape(), (Shape{2, 3}));
+    EXPECT_EQ(has_pow(g), !constant) << (constant ? "constant exponent" : "input exponent");
+  }
+}
+
 TEST(OnnxImporter, FreezeMakesACompileTimeInputAConstant) {
   ModelBuilder b;
   b.input("x", {2, 6});

@@ -316,7 +316,7 @@ class Emitter {
     return u->dtype.is_float() ? round_to(r, u->dtype.scalar) : r;
   }
 
-  // The address of an INDEX, and its gate (nullptr if ungated). Masked lanes read element 0.
+  // The address of an INDEX, and its gate (nullptr if ungated). Masked lanes address element 0.
   std::pair<llvm::Value*, llvm::Value*> address(const UOp* index) {
     const UOp* buf = index->src[0];
     const UOp* i = index->src[1];
@@ -333,13 +333,15 @@ class Emitter {
   }
 
   llvm::Value* load(const UOp* u) {
-    auto [ptr, gate] = address(u->src[0]);
+    llvm::Value* ptr = address(u->src[0]).first;
     DType d = u->dtype;
     llvm::LoadInst* raw =
         b_.CreateAlignedLoad(mem_ty(d), ptr, llvm::Align(static_cast<uint64_t>(d.itemsize())));
-    llvm::Value* v = from_memory(raw, d);
-    if (gate) v = b_.CreateSelect(gate, v, llvm::Constant::getNullValue(v->getType()));
-    return v;
+    // A masked lane loads element 0 and keeps it: the IR leaves its value unspecified (rangeify
+    // selects the pad value around every gated load; a padded tile's extra lanes are never
+    // stored). Selecting zero here would cost a branch per scalar load on x86 (a float select on
+    // an integer condition is lowered to one), splitting a register tile's inner loop.
+    return from_memory(raw, d);
   }
 
   void store(const UOp* u) {

@@ -173,6 +173,13 @@ void register_elementwise_ops(OpRegistry& r) {
     // behaviour); integer exponents use exact integer powers.
     if (!x.dtype().is_float() && y.dtype().is_float())
       return V{x.cast(dtypes::float64).pow(y.cast(dtypes::float64)).cast(x.dtype())};
+    // A constant exponent of 2 (layer norm's variance) is x * x, which is what pow computes
+    // exactly, without the exp/log pair per element. Only when broadcasting y keeps x's shape.
+    if (x.dtype().is_float() && n.input_is_const(1) && y.numel() == 1 && y.ndim() <= x.ndim()) {
+      double e = n.const_floats(1)[0];
+      if (e == 2.0) return V{x.mul(x)};
+      if (e == 1.0) return V{x};
+    }
     return V{x.pow(y.cast(x.dtype()))};
   };
   r["Mod"] = [](NodeContext& n) {
