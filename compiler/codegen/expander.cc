@@ -93,6 +93,19 @@ class Expander {
     if (from == 0)
       return ctx_->make(Op::VECTORIZE, vec(e->dtype, n),
                         std::vector<const UOp*>(static_cast<size_t>(n), e));
+    // A vector load broadcast along the fastest (lane) axis: built from its elements loaded one
+    // by one, which LLVM emits as broadcasts straight from memory; shuffling each element out of
+    // the loaded vector costs a shuffle per broadcast on the ports the FMAs use.
+    Mask lane_axis = Mask{1} << (ups_.size() - 1);
+    if ((to & lane_axis) && !(from & lane_axis)) {
+      auto it = lane_loads_.find(e);
+      if (it != lane_loads_.end()) {
+        std::vector<const UOp*> v(static_cast<size_t>(n));
+        for (int64_t l = 0; l < n; ++l)
+          v[static_cast<size_t>(l)] = it->second[static_cast<size_t>(project(from, to, l))];
+        return ctx_->make(Op::VECTORIZE, vec(e->dtype, n), v);
+      }
+    }
     std::vector<int64_t> idx(static_cast<size_t>(n));
     for (int64_t l = 0; l < n; ++l) idx[static_cast<size_t>(l)] = project(from, to, l);
     return ctx_->make(Op::GEP, vec(e->dtype, n), {e}, idx);
@@ -229,10 +242,17 @@ class Expander {
       bool identity = loads.size() == 1 && p == n;
       for (int64_t l = 0; l < n && identity; ++l)
         identity = pos[ls.offset[static_cast<size_t>(l)]] == l;
-      if (identity) return loads[0];
-      std::vector<int64_t> lane_map;
-      for (int64_t l = 0; l < n; ++l) lane_map.push_back(pos[ls.offset[static_cast<size_t>(l)]]);
-      return ctx_->make(Op::GEP, vec(el, n), loads, lane_map);
+      const UOp* out = loads[0];
+      if (!identity) {
+        std::vector<int64_t> lane_map;
+        for (int64_t l = 0; l < n; ++l) lane_map.push_back(pos[ls.offset[static_cast<size_t>(l)]]);
+        out = ctx_->make(Op::GEP, vec(el, n), loads, lane_map);
+      }
+      // Its lanes as scalar loads, for convert() to broadcast from memory.
+      std::vector<const UOp*> scalars;
+      for (const Access& a : ls.acc) scalars.push_back(ctx_->make(Op::LOAD, el, {make_index(buf, a.gate, a.lin)}));
+      lane_loads_[out] = std::move(scalars);
+      return out;
     }
     std::vector<const UOp*> scalars;
     for (const Access& a : ls.acc) {
@@ -370,6 +390,8 @@ class Expander {
   int64_t next_range_id_ = 0;
   std::vector<const UOp*> ups_;
   std::unordered_map<const UOp*, const UOp*> done_;
+  // Expanded vector loads of contiguous runs -> the same lanes as scalar loads.
+  std::unordered_map<const UOp*, std::vector<const UOp*>> lane_loads_;
   int64_t next_acc_ = 0;
 };
 

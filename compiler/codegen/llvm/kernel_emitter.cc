@@ -478,11 +478,16 @@ class Emitter {
           throw InternalError(str_cat("emitter: ", op_name(op), " on bool"));
       }
     }
+    // Index math never wraps: choose_index_type checked every index node's bounds against the
+    // index width. Saying so (nsw) lets LLVM fold sext(i + c) into an address displacement
+    // instead of recomputing and sign-extending each load's index (two integer ops per load in
+    // a register tile's inner loop).
+    bool nsw = d.scalar == ScalarKind::Index;
     switch (op) {
       case Op::ADD:
-        return flt ? b_.CreateFAdd(s[0], s[1], "", nullptr) : b_.CreateAdd(s[0], s[1]);
+        return flt ? b_.CreateFAdd(s[0], s[1], "", nullptr) : b_.CreateAdd(s[0], s[1], "", false, nsw);
       case Op::MUL:
-        return flt ? b_.CreateFMul(s[0], s[1]) : b_.CreateMul(s[0], s[1]);
+        return flt ? b_.CreateFMul(s[0], s[1]) : b_.CreateMul(s[0], s[1], "", false, nsw);
       case Op::FDIV:
         return b_.CreateFDiv(s[0], s[1]);
       case Op::NEG:
@@ -528,7 +533,7 @@ class Emitter {
         return b_.CreateSelect(s[0], s[1], s[2]);
       case Op::MULACC:
         if (flt) return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {s[0], s[1], s[2]});
-        return b_.CreateAdd(b_.CreateMul(s[0], s[1]), s[2]);
+        return b_.CreateAdd(b_.CreateMul(s[0], s[1], "", false, nsw), s[2], "", false, nsw);
       case Op::IDIV:
       case Op::MOD: {
         if (flt) {  // C fmod: x - trunc(x/y)*y
