@@ -144,6 +144,9 @@ std::vector<Candidate> unique(std::vector<Candidate> c) {
 std::vector<Opt> search(const KernelProgram& p, const Target& host, int beam, TuneStats* st) {
   OptTarget base = opt_target(host);
   std::vector<Candidate> round1 = {{default_opts(p.ast, base)}};
+  OptTarget no_window = base;  // the channel loop unrolled instead of a 3x3 window
+  no_window.unroll_window = false;
+  round1.push_back({default_opts(p.ast, no_window)});
   int max_acc = std::max(4, base.vector_registers - 4);
   for (int lane_choice : {0, 1})
     for (int lv : {1, 2, 4})

@@ -196,6 +196,21 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, con
       }
   opts.insert(opts.end(), tile.begin(), tile.end());
   if (lanes > 1) opts.push_back({OptKind::Upcast, vec->range().id, lanes});
+  // Unroll a small kernel window (the innermost reduce ranges: a 3x3 convolution's kh and kw)
+  // completely, so its short loops and their index updates go (a 3x3 layer ran ~25% faster
+  // than with the channel loop unrolled by 4); otherwise the first reduce by up to 4.
+  std::vector<Opt> window;
+  int64_t copies = 1;
+  for (auto it = kr.reduces.rbegin(); it != kr.reduces.rend() && t.unroll_window; ++it) {
+    int64_t n = size_of(*it);
+    if (n > 8 || copies * n > 16) break;
+    window.push_back({OptKind::Unroll, (*it)->range().id, n});
+    copies *= n;
+  }
+  if (copies >= 3) {
+    opts.insert(opts.end(), window.begin(), window.end());
+    return;
+  }
   for (const UOp* r : kr.reduces) {
     int64_t un = pick_divisor(size_of(r), std::max(1, t.unroll));
     if (un > 1) opts.push_back({OptKind::Unroll, r->range().id, un});

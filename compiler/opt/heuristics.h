@@ -4,7 +4,7 @@
 //    divisor), so loads and stores become vector operations;
 //  - a contraction (a REDUCE(ADD) of a product) gets a register tile of about half the vector
 //    registers in accumulators (see contraction_tile in heuristics.cc) and the reduce loop
-//    unrolled (up to 4);
+//    unrolled (a small kernel window such as 3x3 completely, else the first reduce up to 4);
 //  - the outermost output loop is split into tasks when the kernel does enough work to pay for
 //    it (at least 2^16 multiply-adds or elements).
 #pragma once
@@ -22,6 +22,7 @@ struct OptTarget {
   int lane_vectors = 2;   // vectors on the lane axis
   int accumulators = 0;   // vector accumulators in the tile (0: half the registers)
   int unroll = 4;         // unroll of the first reduce range
+  bool unroll_window = true;  // unroll a small kernel window (3x3) completely instead
   int lane_choice = 0;    // 0: the best lane axis; 1: the next candidate (if any)
   int max_tasks = 16;
 };

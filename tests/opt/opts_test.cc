@@ -4,6 +4,7 @@
 
 #include "compiler/opt/heuristics.h"
 #include "compiler/opt/opts.h"
+#include "compiler/tensor/nn.h"
 #include "compiler/support/error.h"
 #include "tests/schedule/random_graph.h"
 
@@ -121,6 +122,36 @@ TEST(Heuristics, VectorizeTheContiguousAxisAndTileContractions) {
             (std::vector<Opt>{{OptKind::Upcast, 1, 8}}));
   EXPECT_EQ(default_opts(p2.programs[0].ast, OptTarget{16, 16}),
             (std::vector<Opt>{{OptKind::Upcast, 1, 4}}));
+}
+
+// A 3x3 convolution's kernel window is unrolled completely (its short kh/kw loops go) and the
+// channel reduce is left rolled; the tile pads a 14-wide map only if it must (2 divides it).
+TEST(Heuristics, ConvolutionWindowsAreUnrolledCompletely) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 16, 16});
+  NDArray w(dtypes::float32, {32, 16, 3, 3});
+  g.add_output("y", conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  const UOp* ast = p.programs[0].ast;
+  std::map<int64_t, int64_t> size_of_range;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::RANGE) size_of_range[u->range().id] = u->src[0]->cval().i;
+  std::vector<int64_t> unrolled;  // sizes of the unrolled ranges, each unrolled completely
+  for (const Opt& o : default_opts(ast, OptTarget{32, 16}))
+    if (o.kind == OptKind::Unroll) {
+      EXPECT_EQ(o.amount, size_of_range.at(o.range_id)) << o.str();
+      unrolled.push_back(o.amount);
+    }
+  EXPECT_EQ(unrolled, (std::vector<int64_t>{3, 3}));
+  OptTarget rolled{32, 16};
+  rolled.unroll_window = false;  // the tuner's alternative: the 16 channels unrolled by 4
+  std::vector<Opt> alt;
+  for (const Opt& o : default_opts(ast, rolled))
+    if (o.kind == OptKind::Unroll) alt.push_back(o);
+  ASSERT_EQ(alt.size(), 1u);
+  EXPECT_EQ(alt[0].amount, 4);
+  EXPECT_EQ(size_of_range.at(alt[0].range_id), 16);
 }
 
 }  // namespace
