@@ -220,6 +220,37 @@ class Expander {
     return runs;
   }
 
+  // Lanes in rows at a constant stride of 2 or 4 elements (a stride-2 convolution's input along
+  // W): per row one contiguous load of (row length x stride) elements, and a shuffle that picks
+  // every stride-th, instead of scalar loads assembled lane by lane. Only when every row's span
+  // is inside the buffer for every value of the index (it reads up to stride - 1 elements past a
+  // row's last lane).
+  const UOp* strided_load(const Lanes& ls, const UOp* buf, int64_t n, DType el) {
+    if (!ls.uniform || n < 4 || buf->dtype.ptr_size < 0) return nullptr;
+    int64_t stride = ls.offset[1] - ls.offset[0];
+    if (stride != 2 && stride != 4) return nullptr;
+    int64_t row = 1;  // lanes per row
+    while (row < n && ls.offset[static_cast<size_t>(row)] == row * stride) ++row;
+    if (row < 4 || n % row != 0) return nullptr;
+    int64_t span = row * stride;
+    const Access& a0 = ls.acc[0];
+    if (span > 64 || span > buf->dtype.ptr_size || a0.lin->vmin() < 0) return nullptr;
+    std::vector<const UOp*> loads;
+    std::vector<int64_t> pick;
+    for (int64_t r = 0; r < n / row; ++r) {
+      int64_t first = ls.offset[static_cast<size_t>(r * row)];
+      for (int64_t l = 0; l < row; ++l)
+        if (ls.offset[static_cast<size_t>(r * row + l)] != first + l * stride) return nullptr;
+      // A masked access addresses element 0 (see the emitter): that end fits by span <= size.
+      if (a0.lin->vmax() + first + span > buf->dtype.ptr_size || a0.lin->vmin() + first < 0)
+        return nullptr;
+      const UOp* lin = simplify(a0.lin->add(first));
+      loads.push_back(ctx_->make(Op::LOAD, vec(el, span), {make_index(buf, a0.gate, lin)}));
+      for (int64_t l = 0; l < row; ++l) pick.push_back(r * span + l * stride);
+    }
+    return ctx_->make(Op::GEP, vec(el, n), loads, pick);
+  }
+
   const UOp* expand_load(const UOp* ld) {
     const UOp* index = ld->src[0];
     const UOp* buf = index->src[0];
@@ -228,6 +259,7 @@ class Expander {
     Lanes ls = lanes_of(index->src[1], m);
     int64_t n = lanes(m);
     DType el = ld->dtype.base();
+    if (const UOp* strided = strided_load(ls, buf, n, el)) return strided;
     if (ls.uniform && !odd_run(runs_of(ls.offset))) {
       auto runs = runs_of(ls.offset);
       const Access& a0 = ls.acc[0];

@@ -7,6 +7,7 @@
 #include "compiler/codegen/llvm/target.h"
 #include "compiler/jit/jit.h"
 #include "compiler/support/error.h"
+#include "compiler/tensor/nn.h"
 #include "tests/schedule/random_graph.h"
 
 namespace kiln {
@@ -77,6 +78,21 @@ TEST(JitDifferential, PaddedUpcastsMaskTheirExtraLanes) {
     JitProgram jit(p, host(), {2, &tuned});
     auto got = jit.run(g, inputs);
     EXPECT_TRUE(testing::arrays_close(ref.at("c"), got.at("c"))) << what;
+  }
+}
+
+// Stride-2 convolutions read their input at stride 2 along W: the expander loads each row of
+// lanes as one wide vector and picks every other element, unless the row would read past the
+// buffer (the last rows of an unpadded odd-width input), where it keeps scalar loads.
+TEST(JitDifferential, StridedLoadsPickEveryOtherElement) {
+  for (int64_t width : {32, 33, 19}) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 9, width});
+    Tensor dw = Tensor::input(g, "dw", dtypes::float32, {8, 1, 3, 3});
+    Tensor w = Tensor::input(g, "w", dtypes::float32, {16, 8, 1, 1});
+    g.add_output("depthwise", conv(x, dw, nullptr, {{2, 2}, {{1, 1}, {1, 1}}, {1, 1}, 8}).uop());
+    g.add_output("unpadded", conv(x, w, nullptr, {{2, 2}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+    check_graph(g, static_cast<uint64_t>(width), str_cat("stride-2 convolutions, width ", width));
   }
 }
 
