@@ -154,5 +154,22 @@ TEST(Heuristics, ConvolutionWindowsAreUnrolledCompletely) {
   EXPECT_EQ(size_of_range.at(alt[0].range_id), 16);
 }
 
+// A 56-wide map could vectorize W (input and output contiguous) or the output channels (packed
+// weights contiguous); the heuristic takes the tile that loads less per FMA: 16 channels x 4
+// positions (6 loads per 8 FMAs) rather than 8 positions x 8 broadcast channels (9 per 8).
+TEST(Heuristics, ConvolutionLaneAxisIsTheOneThatLoadsLess) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 58, 58});
+  NDArray w(dtypes::float32, {64, 64, 3, 3});
+  g.add_output("y", conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  std::vector<Opt> upcasts;
+  for (const Opt& o : default_opts(p.programs[0].ast, OptTarget{32, 16}))
+    if (o.kind == OptKind::Upcast) upcasts.push_back(o);
+  // r0 is the output channel loop (64), r2 the W loop (56); the lane axis is the last upcast.
+  EXPECT_EQ(upcasts, (std::vector<Opt>{{OptKind::Upcast, 2, 4}, {OptKind::Upcast, 0, 16}}));
+}
+
 }  // namespace
 }  // namespace kiln
