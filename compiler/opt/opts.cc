@@ -150,7 +150,14 @@ class Applier {
     if (outer) parts.push_back(outer);
     parts.push_back(inner);
     ast_ = replace_range(ast_, r, expr, parts);
-    if (padded) ast_ = gate_indices(ast_, inner, expr->lt(ctx_->const_index(n)));
+    if (padded) {
+      // Loads of a padded lane read the range's last element instead (inner clamped so that
+      // outer * amount + inner <= n - 1): a valid address with no per-access select, and the
+      // value is never stored. Stores of a padded lane are gated off.
+      const UOp* last = ctx_->const_index(n - 1);
+      const UOp* clamp = inner->minimum(outer ? last->sub(outer->mul(o.amount)) : last);
+      ast_ = mask_padded_lanes(ast_, inner, clamp, expr->lt(ctx_->const_index(n)));
+    }
     auto it = std::find(loop_order_.begin(), loop_order_.end(), r);
     if (it != loop_order_.end()) {
       size_t pos = static_cast<size_t>(it - loop_order_.begin());
@@ -197,8 +204,15 @@ class Applier {
     throw Error(str_cat("opt ", o.str(), ": the kernel has no range r", o.range_id));
   }
 
-  // Every memory access whose index uses `range` gets `valid` as (part of) its gate.
-  const UOp* gate_indices(const UOp* ast, const UOp* range, const UOp* valid) {
+  // Accesses whose index uses the padded upcast range `range`: loads read at `range` replaced
+  // by `clamped`, stores get `valid` as (part of) their gate.
+  const UOp* mask_padded_lanes(const UOp* ast, const UOp* range, const UOp* clamped,
+                               const UOp* valid) {
+    auto uses = [&](const UOp* idx) {
+      for (const UOp* x : idx->ranges())
+        if (x == range) return true;
+      return false;
+    };
     std::unordered_map<const UOp*, const UOp*> done;
     for (const UOp* n : ast->toposort()) {
       std::vector<const UOp*> src;
@@ -209,19 +223,21 @@ class Applier {
         src.push_back(m);
       }
       const UOp* u = changed ? n->with_src(std::move(src)) : n;
-      if (u->op == Op::INDEX) {
-        const UOp* idx = u->src[1];
-        bool uses = false;
-        for (const UOp* x : idx->ranges()) uses |= x == range;
-        if (uses) {
-          const UOp* gate = valid;
-          const UOp* lin = idx;
-          if (idx->op == Op::WHERE && idx->src[2]->is_invalid()) {
-            gate = idx->src[0]->logical_and(valid);
-            lin = idx->src[1];
-          }
-          u = ctx_->make(Op::INDEX, u->dtype, {u->src[0], gate->where(lin, ctx_->invalid())});
+      if (u->op == Op::LOAD && uses(u->src[0]->src[1])) {
+        const UOp* index = u->src[0];
+        const UOp* idx = substitute(index->src[1], {{range, clamped}});
+        u = u->with_src({ctx_->make(Op::INDEX, index->dtype, {index->src[0], idx})});
+      } else if (u->op == Op::STORE && uses(u->src[0]->src[1])) {
+        const UOp* index = u->src[0];
+        const UOp* idx = index->src[1];
+        const UOp* gate = valid;
+        const UOp* lin = idx;
+        if (idx->op == Op::WHERE && idx->src[2]->is_invalid()) {
+          gate = idx->src[0]->logical_and(valid);
+          lin = idx->src[1];
         }
+        const UOp* gated = ctx_->make(Op::INDEX, index->dtype, {index->src[0], gate->where(lin, ctx_->invalid())});
+        u = u->with_src({gated, u->src[1]});
       }
       done[n] = u;
     }
