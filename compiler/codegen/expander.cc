@@ -197,6 +197,26 @@ class Expander {
     return out;
   }
 
+  // Lanes at consecutive elements (lane l at lin0 + l) whose gates differ per lane (a padded
+  // lane axis: the last lanes of a 14-wide row; a pad copy's border): one masked vector access,
+  // gated by the vector of the lanes' gates (nullptr if not of that shape).
+  // The gate vector is the index's gate expression expanded over the lanes (vector compares),
+  // not the lanes' gates assembled one by one.
+  const UOp* masked_run(const UOp* idx, Mask m, const Lanes& ls, DType el) {
+    if (ls.uniform || el.is_bool() || ls.acc.size() < 4) return nullptr;
+    if (idx->op != Op::WHERE || !idx->src[2]->is_invalid()) return nullptr;
+    const Access& a0 = ls.acc[0];
+    if (!a0.lin) return nullptr;
+    for (size_t l = 0; l < ls.acc.size(); ++l) {
+      const Access& a = ls.acc[l];
+      if (!a.lin) return nullptr;
+      const UOp* d = simplify(a.lin->sub(a0.lin));
+      if (d->op != Op::CONST || d->cval().i != static_cast<int64_t>(l)) return nullptr;
+    }
+    const UOp* gate = idx->src[0];
+    return convert(expand(gate), mask_of(gate), m);
+  }
+
   // Runs of an odd length (7 consecutive floats of a 7x7 map) are loaded element by element:
   // LLVM splits an odd-length vector load into lane inserts and, broadcast across the other
   // upcast axes, into long shuffles; scalar loads become broadcasts straight from memory.
@@ -286,6 +306,9 @@ class Expander {
       lane_loads_[out] = std::move(scalars);
       return out;
     }
+    if (const UOp* gate = masked_run(index->src[1], m, ls, el))
+      return ctx_->make(Op::LOAD, vec(el, n),
+                        {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())})});
     std::vector<const UOp*> scalars;
     for (const Access& a : ls.acc) {
       if (!a.lin)
@@ -326,6 +349,10 @@ class Expander {
       }
       return out;
     }
+    if (const UOp* gate = masked_run(index->src[1], mi, ls, el))
+      return {ctx_->make(Op::STORE, dtypes::void_,
+                         {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())}),
+                          value})};
     for (int64_t l = 0; l < n; ++l) {
       const Access& a = ls.acc[static_cast<size_t>(l)];
       if (!a.lin) continue;

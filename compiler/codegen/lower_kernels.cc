@@ -22,6 +22,9 @@ OptTarget opt_target(const Target& t) {
   OptTarget ot;
   ot.vector_bytes = t.vector_bytes();
   ot.vector_registers = t.vector_registers();
+  // AVX has masked loads and stores of 32/64-bit lanes (vmaskmov); NEON and SSE do not (LLVM
+  // would split them into a branch per lane).
+  ot.masked_vectors = t.is_x86() && t.has_feature("avx");
   return ot;
 }
 

@@ -19,6 +19,18 @@ int64_t pick_divisor(int64_t n, int64_t cap) {
   return 1;
 }
 
+// Lanes for a lane axis of n elements, at most cap: pick_divisor's choice, or cap itself with
+// the last group padded (masked) when the divisor is small or not a power of two and padding
+// wastes at most a quarter of the lanes (114 -> 8 lanes, 15 groups, rather than 2; 55 -> 8
+// rather than 5). Padding needs cheap masked vector accesses of 4- or 8-byte elements.
+int64_t lane_count(int64_t n, int64_t cap, int item, bool masked) {
+  int64_t d = pick_divisor(n, cap);
+  bool weak = d < cap / 2 || (d & (d - 1)) != 0;
+  if (!masked || !weak || cap < 4 || (item != 4 && item != 8)) return d;
+  int64_t total = (n + cap - 1) / cap * cap;
+  return 4 * (total - n) <= total ? cap : d;
+}
+
 // The loads of the contraction's products (the operands of the MUL under a REDUCE(ADD)).
 std::vector<const UOp*> product_loads(const UOp* ast) {
   std::vector<const UOp*> loads;
@@ -171,6 +183,9 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, con
   };
   auto plan_for = [&](const UOp* vec) {
     int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
+    // A lane axis that only takes a small divisor (a depthwise convolution's 14-wide W: 2) is
+    // padded to one vector instead when masked accesses are cheap.
+    if (lanes < width) lanes = lane_count(size_of(vec), width, static_cast<int>(width > 0 ? t.vector_bytes / width : 4), t.masked_vectors);
     std::vector<Opt> tile = tile_for(vec, lanes);
     // One vector on the lane axis when that lets the broadcast axes fill the budget (7x7 maps:
     // 8 padded positions x 8 channels reuse each weight vector 8 times).
@@ -270,7 +285,8 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   if (contraction) {
     contraction_tile(ast, kr, width, t, opts);
   } else if (const UOp* inner = contiguous_loop(ast, kr)) {
-    int64_t up = pick_divisor(size_of(inner), width);
+    bool bool_store = st && st->src[1]->dtype.is_bool();
+    int64_t up = lane_count(size_of(inner), width, bool_store ? 1 : item, t.masked_vectors);
     if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});
   }
   // Tasks: split the outermost loop, or what remains of it after upcasting; when upcasting

@@ -25,6 +25,9 @@ struct OptTarget {
   bool unroll_window = true;  // unroll a small kernel window (3x3) completely instead
   int lane_choice = 0;    // 0: the best lane axis; 1: the next candidate (if any)
   int max_tasks = 16;
+  // Masked vector loads/stores are cheap (AVX): a lane axis may be padded (a 114-wide row in
+  // groups of 8 lanes, the last group masked) instead of taking a small divisor (2).
+  bool masked_vectors = false;
 };
 
 std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t);

@@ -95,7 +95,7 @@ class Applier {
       if (r->op == Op::RANGE) next_id_ = std::max(next_id_, r->range().id + 1);
   }
 
-  void apply(const Opt& o) {
+  void apply(const Opt& o, bool lane_axis = false) {
     const UOp* r = find(o);
     int64_t n = size_of(r);
     AxisKind k = r->range().kind;
@@ -151,11 +151,14 @@ class Applier {
     parts.push_back(inner);
     ast_ = replace_range(ast_, r, expr, parts);
     if (padded) {
-      // Loads of a padded lane read the range's last element instead (inner clamped so that
-      // outer * amount + inner <= n - 1): a valid address with no per-access select, and the
-      // value is never stored. Stores of a padded lane are gated off.
+      // Stores of a padded lane are gated off; its loads only need a valid address, as their
+      // values are never stored. On a broadcast axis a load reads the range's last element
+      // instead (inner clamped so that outer * amount + inner <= n - 1: no per-access select).
+      // On the lane axis the lanes must stay consecutive: a load reads past the range where
+      // the bounds prove that stays inside the buffer, else it is gated (a masked vector load).
       const UOp* last = ctx_->const_index(n - 1);
-      const UOp* clamp = inner->minimum(outer ? last->sub(outer->mul(o.amount)) : last);
+      const UOp* clamp =
+          lane_axis ? nullptr : inner->minimum(outer ? last->sub(outer->mul(o.amount)) : last);
       ast_ = mask_padded_lanes(ast_, inner, clamp, expr->lt(ctx_->const_index(n)));
     }
     auto it = std::find(loop_order_.begin(), loop_order_.end(), r);
@@ -205,13 +208,30 @@ class Applier {
   }
 
   // Accesses whose index uses the padded upcast range `range`: loads read at `range` replaced
-  // by `clamped`, stores get `valid` as (part of) their gate.
+  // by `clamped` (or, without one, as they are when in bounds, else gated), stores get `valid`
+  // as (part of) their gate.
   const UOp* mask_padded_lanes(const UOp* ast, const UOp* range, const UOp* clamped,
                                const UOp* valid) {
     auto uses = [&](const UOp* idx) {
       for (const UOp* x : idx->ranges())
         if (x == range) return true;
       return false;
+    };
+    auto gated = [&](const UOp* index) {
+      const UOp* idx = index->src[1];
+      const UOp* gate = valid;
+      const UOp* lin = idx;
+      if (idx->op == Op::WHERE && idx->src[2]->is_invalid()) {
+        gate = idx->src[0]->logical_and(valid);
+        lin = idx->src[1];
+      }
+      return ctx_->make(Op::INDEX, index->dtype, {index->src[0], gate->where(lin, ctx_->invalid())});
+    };
+    auto in_bounds = [&](const UOp* index) {
+      const UOp* idx = simplify(index->src[1]);
+      if (idx->op == Op::WHERE && idx->src[2]->is_invalid()) idx = idx->src[1];
+      int64_t size = index->src[0]->dtype.ptr_size;
+      return size >= 0 && idx->vmin() >= 0 && idx->vmax() < size;
     };
     std::unordered_map<const UOp*, const UOp*> done;
     for (const UOp* n : ast->toposort()) {
@@ -225,19 +245,14 @@ class Applier {
       const UOp* u = changed ? n->with_src(std::move(src)) : n;
       if (u->op == Op::LOAD && uses(u->src[0]->src[1])) {
         const UOp* index = u->src[0];
-        const UOp* idx = substitute(index->src[1], {{range, clamped}});
-        u = u->with_src({ctx_->make(Op::INDEX, index->dtype, {index->src[0], idx})});
-      } else if (u->op == Op::STORE && uses(u->src[0]->src[1])) {
-        const UOp* index = u->src[0];
-        const UOp* idx = index->src[1];
-        const UOp* gate = valid;
-        const UOp* lin = idx;
-        if (idx->op == Op::WHERE && idx->src[2]->is_invalid()) {
-          gate = idx->src[0]->logical_and(valid);
-          lin = idx->src[1];
+        if (clamped) {
+          const UOp* idx = substitute(index->src[1], {{range, clamped}});
+          u = u->with_src({ctx_->make(Op::INDEX, index->dtype, {index->src[0], idx})});
+        } else if (!in_bounds(index)) {
+          u = u->with_src({gated(index)});
         }
-        const UOp* gated = ctx_->make(Op::INDEX, index->dtype, {index->src[0], gate->where(lin, ctx_->invalid())});
-        u = u->with_src({gated, u->src[1]});
+      } else if (u->op == Op::STORE && uses(u->src[0]->src[1])) {
+        u = u->with_src({gated(u->src[0]), u->src[1]});
       }
       done[n] = u;
     }
@@ -278,7 +293,10 @@ class Applier {
 
 OptimizedKernel apply_opts(const UOp* ast, const std::vector<Opt>& opts) {
   Applier a(ast);
-  for (const Opt& o : opts) a.apply(o);
+  size_t lane = opts.size();  // the last upcast is the lane axis (the expander's fastest)
+  for (size_t i = 0; i < opts.size(); ++i)
+    if (opts[i].kind == OptKind::Upcast) lane = i;
+  for (size_t i = 0; i < opts.size(); ++i) a.apply(opts[i], i == lane);
   return a.finish(opts);
 }
 

@@ -96,6 +96,30 @@ TEST(JitDifferential, StridedLoadsPickEveryOtherElement) {
   }
 }
 
+// Lane axes that take no good divisor (a 114-wide padded row, a depthwise convolution's 14-wide
+// map) are padded to a whole vector on AVX hosts; the last group's extra lanes are masked
+// (masked vector loads and stores, taken only when a lane is off).
+TEST(JitDifferential, PaddedLaneAxesMaskTheirLastGroup) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 14, 14});
+  Tensor dw = Tensor::input(g, "dw", dtypes::float32, {8, 1, 3, 3});
+  g.add_output("depthwise", conv(x, dw, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 8}).uop());
+  Tensor big = Tensor::input(g, "big", dtypes::float32, {3, 112, 112});
+  g.add_output("padded", big.pad({{0, 0}, {1, 1}, {1, 1}}, 0.0).exp().uop());
+  check_graph(g, 7, "padded lane axes");
+  if (!host().is_x86() || !host().has_feature("avx")) GTEST_SKIP() << "masked vectors need AVX";
+  // The masked accesses are there: stores gated by a vector of lane gates.
+  Plan p = plan_graph(g, {});
+  JitProgram jit(p, host(), {2});
+  int masked_stores = 0;
+  for (const LoweredKernel& k : jit.kernels())
+    for (const UOp* u : k.lowered->toposort())
+      if (u->op == Op::STORE && u->src[0]->src[1]->op == Op::WHERE &&
+          u->src[0]->src[1]->src[0]->dtype.lanes > 1)
+        ++masked_stores;
+  EXPECT_GE(masked_stores, 2);
+}
+
 TEST(JitDifferential, BatchedAndBroadcastMatmuls) {
   Graph g;
   Tensor a = Tensor::input(g, "a", dtypes::float32, {3, 1, 5, 7});

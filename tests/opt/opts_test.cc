@@ -122,6 +122,15 @@ TEST(Heuristics, VectorizeTheContiguousAxisAndTileContractions) {
             (std::vector<Opt>{{OptKind::Upcast, 1, 8}}));
   EXPECT_EQ(default_opts(p2.programs[0].ast, OptTarget{16, 16}),
             (std::vector<Opt>{{OptKind::Upcast, 1, 4}}));
+  // A 114-wide row: 2 lanes divide it; with cheap masked vectors (AVX) 8 lanes in 15 groups.
+  Graph g3;
+  Tensor y = Tensor::input(g3, "y", dtypes::float32, {3, 114});
+  g3.add_output("z", y.exp().uop());
+  Plan p3 = plan_graph(g3, {});
+  OptTarget avx{32, 16};
+  EXPECT_EQ(default_opts(p3.programs[0].ast, avx), (std::vector<Opt>{{OptKind::Upcast, 1, 2}}));
+  avx.masked_vectors = true;
+  EXPECT_EQ(default_opts(p3.programs[0].ast, avx), (std::vector<Opt>{{OptKind::Upcast, 1, 8}}));
 }
 
 // A 3x3 convolution's kernel window is unrolled completely (its short kh/kw loops go) and the

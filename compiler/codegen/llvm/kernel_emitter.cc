@@ -292,6 +292,9 @@ class Emitter {
         return b_.CreateLoad(ty(u->dtype), accs_.at(u));
       case Op::INDEX:
         return nullptr;  // consumed by LOAD/STORE
+      case Op::WHERE:
+        if (u->src[2]->is_invalid()) return nullptr;  // an index gate, consumed by INDEX
+        break;
       case Op::LOAD:
         return load(u);
       case Op::STORE:
@@ -322,6 +325,12 @@ class Emitter {
     const UOp* i = index->src[1];
     llvm::Value* gate = nullptr;
     llvm::Value* lin;
+    if (i->op == Op::WHERE && i->src[2]->is_invalid() && i->src[0]->dtype.lanes > 1) {
+      // A masked vector access (one gate per lane): the lanes' addresses are never formed for
+      // masked lanes, so the base needs no select (and no inbounds: it may lie before the row).
+      DType el = arg_dtypes_.at(static_cast<size_t>(buf->iarg()));
+      return {b_.CreateGEP(mem_scalar_ty(el.scalar), val(buf), val(i->src[1])), val(i->src[0])};
+    }
     if (i->op == Op::WHERE && i->src[2]->is_invalid()) {
       gate = val(i->src[0]);
       lin = b_.CreateSelect(gate, val(i->src[1]), llvm::ConstantInt::get(idx_, 0));
@@ -333,10 +342,30 @@ class Emitter {
   }
 
   llvm::Value* load(const UOp* u) {
-    llvm::Value* ptr = address(u->src[0]).first;
+    auto [ptr, gate] = address(u->src[0]);
     DType d = u->dtype;
-    llvm::LoadInst* raw =
-        b_.CreateAlignedLoad(mem_ty(d), ptr, llvm::Align(static_cast<uint64_t>(d.itemsize())));
+    llvm::Align align(static_cast<uint64_t>(d.itemsize()));
+    if (gate && gate->getType()->isVectorTy()) {
+      // Masked lanes read zero. Most accesses have every lane on (all but a row's last group):
+      // those take a plain load; masked ones are slow on some cores (microcoded on AMD Zen).
+      auto* plain = llvm::BasicBlock::Create(c_, "load.all", fn_);
+      auto* masked = llvm::BasicBlock::Create(c_, "load.masked", fn_);
+      auto* done = llvm::BasicBlock::Create(c_, "loaded", fn_);
+      b_.CreateCondBr(b_.CreateAndReduce(gate), plain, masked);
+      b_.SetInsertPoint(plain);
+      llvm::Value* whole = b_.CreateAlignedLoad(mem_ty(d), ptr, align);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(masked);
+      llvm::Value* part =
+          b_.CreateMaskedLoad(mem_ty(d), ptr, align, gate, llvm::Constant::getNullValue(mem_ty(d)));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      llvm::PHINode* v = b_.CreatePHI(mem_ty(d), 2);
+      v->addIncoming(whole, plain);
+      v->addIncoming(part, masked);
+      return from_memory(v, d);
+    }
+    llvm::LoadInst* raw = b_.CreateAlignedLoad(mem_ty(d), ptr, align);
     // A masked lane loads element 0 and keeps it: the IR leaves its value unspecified (rangeify
     // selects the pad value around every gated load; a padded tile's extra lanes are never
     // stored). Selecting zero here would cost a branch per scalar load on x86 (a float select on
@@ -348,6 +377,21 @@ class Emitter {
     auto [ptr, gate] = address(u->src[0]);
     const UOp* value = u->src[1];
     llvm::Value* v = to_memory(val(value), value->dtype);
+    if (gate && gate->getType()->isVectorTy()) {  // as in load(): a plain store when all lanes are on
+      llvm::Align align(static_cast<uint64_t>(value->dtype.itemsize()));
+      auto* plain = llvm::BasicBlock::Create(c_, "store.all", fn_);
+      auto* masked = llvm::BasicBlock::Create(c_, "store.masked", fn_);
+      auto* done = llvm::BasicBlock::Create(c_, "stored", fn_);
+      b_.CreateCondBr(b_.CreateAndReduce(gate), plain, masked);
+      b_.SetInsertPoint(plain);
+      b_.CreateAlignedStore(v, ptr, align);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(masked);
+      b_.CreateMaskedStore(v, ptr, align, gate);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      return;
+    }
     if (!gate) {
       b_.CreateAlignedStore(v, ptr, llvm::Align(static_cast<uint64_t>(value->dtype.itemsize())));
       return;
