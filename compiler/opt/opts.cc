@@ -233,6 +233,25 @@ class Applier {
       int64_t size = index->src[0]->dtype.ptr_size;
       return size >= 0 && idx->vmin() >= 0 && idx->vmax() < size;
     };
+    return rebuild(ast, [&](const UOp*, const UOp* u) {
+      if (u->op == Op::LOAD && uses(u->src[0]->src[1])) {
+        const UOp* index = u->src[0];
+        if (clamped) {
+          const UOp* idx = substitute(index->src[1], {{range, clamped}});
+          return u->with_src({ctx_->make(Op::INDEX, index->dtype, {index->src[0], idx})});
+        }
+        if (!in_bounds(index)) return u->with_src({gated(index)});
+      } else if (u->op == Op::STORE && uses(u->src[0]->src[1])) {
+        return u->with_src({gated(u->src[0]), u->src[1]});
+      }
+      return u;
+    });
+  }
+
+  // Rebuilds `ast` bottom-up: every node gets its rebuilt sources, then `post(original,
+  // rebuilt)` gives what replaces it.
+  template <typename Post>
+  static const UOp* rebuild(const UOp* ast, Post post) {
     std::unordered_map<const UOp*, const UOp*> done;
     for (const UOp* n : ast->toposort()) {
       std::vector<const UOp*> src;
@@ -242,19 +261,7 @@ class Applier {
         changed |= m != s;
         src.push_back(m);
       }
-      const UOp* u = changed ? n->with_src(std::move(src)) : n;
-      if (u->op == Op::LOAD && uses(u->src[0]->src[1])) {
-        const UOp* index = u->src[0];
-        if (clamped) {
-          const UOp* idx = substitute(index->src[1], {{range, clamped}});
-          u = u->with_src({ctx_->make(Op::INDEX, index->dtype, {index->src[0], idx})});
-        } else if (!in_bounds(index)) {
-          u = u->with_src({gated(index)});
-        }
-      } else if (u->op == Op::STORE && uses(u->src[0]->src[1])) {
-        u = u->with_src({gated(u->src[0]), u->src[1]});
-      }
-      done[n] = u;
+      done[n] = post(n, changed ? n->with_src(std::move(src)) : n);
     }
     return done.at(ast);
   }
@@ -262,22 +269,10 @@ class Applier {
   // A simultaneous replacement of ranges (REDUCE range lists included).
   static const UOp* replace_all(const UOp* ast,
                                 const std::unordered_map<const UOp*, const UOp*>& map) {
-    std::unordered_map<const UOp*, const UOp*> done;
-    for (const UOp* n : ast->toposort()) {
-      if (auto it = map.find(n); it != map.end()) {
-        done[n] = it->second;
-        continue;
-      }
-      std::vector<const UOp*> src;
-      bool changed = false;
-      for (const UOp* s : n->src) {
-        const UOp* m = done.at(s);
-        changed |= m != s;
-        src.push_back(m);
-      }
-      done[n] = changed ? n->with_src(std::move(src)) : n;
-    }
-    return done.at(ast);
+    return rebuild(ast, [&](const UOp* n, const UOp* u) {
+      auto it = map.find(n);
+      return it != map.end() ? it->second : u;
+    });
   }
 
   const UOp* ast_;

@@ -249,7 +249,7 @@ void Importer::run(onnx::ModelProto& m) {
     onnx::ShapeInferenceOptions so{false, 0, false};
     onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), so);
   } catch (const std::exception&) {
-    // Shape inference only helps (placeholder types); the importer checks shapes itself.
+    // Shape inference only helps (it may leave types unknown); the importer checks shapes itself.
   }
   const onnx::GraphProto& graph = m.graph();
   for (const auto& vi : graph.value_info())
