@@ -92,7 +92,19 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   // otherwise (depthwise, few channels) with the output channels innermost, (C/g, *k, Co).
   Tensor w_packed = w;
   if (co % kWeightPanel == 0 && co > kWeightPanel && cg > 1) {
-    w_packed = packed_in_panels(w, 0);
+    // A constant weight with an odd number of panels (1000 classes: 125) gets a zero panel:
+    // a tile two vectors wide then reads whole panels, its last lanes in bounds (they compute
+    // channels that are never stored).
+    int64_t extra = is_constant(w) && (co / kWeightPanel) % 2 == 1 ? kWeightPanel : 0;
+    if (extra) {
+      std::vector<std::pair<int64_t, int64_t>> grow(static_cast<size_t>(w.ndim()), {0, 0});
+      grow[0] = {0, extra};
+      std::vector<std::pair<int64_t, int64_t>> keep;
+      for (int64_t j = 0; j < w.ndim(); ++j) keep.push_back({0, w.dim(j)});
+      w_packed = packed_in_panels(w.pad(grow, 0.0), 0).shrink(keep);
+    } else {
+      w_packed = packed_in_panels(w, 0);
+    }
   } else {
     std::vector<int64_t> to_co_last, from_co_last;
     for (int64_t j = 1; j < w.ndim(); ++j) to_co_last.push_back(j);

@@ -4,6 +4,8 @@
 // reference magnitude (reductions may be reassociated).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "compiler/codegen/llvm/target.h"
 #include "compiler/jit/jit.h"
 #include "compiler/support/error.h"
@@ -118,6 +120,19 @@ TEST(JitDifferential, PaddedLaneAxesMaskTheirLastGroup) {
           u->src[0]->src[1]->src[0]->dtype.lanes > 1)
         ++masked_stores;
   EXPECT_GE(masked_stores, 2);
+}
+
+// A constant convolution weight with an odd number of 8-channel panels (24 channels) is packed
+// with a zero panel; on AVX the tile takes 16 channel lanes, the last group half masked.
+TEST(JitDifferential, OddPanelCountsTakeTwoVectorsWithTheLastGroupMasked) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 13, 13});
+  NDArray w(dtypes::float32, {24, 32, 1, 1});
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.set(i, ConstValue::of_float(std::sin(0.37 * static_cast<double>(i))));
+  g.add_output("y", relu(conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}))
+                        .uop());
+  check_graph(g, 5, "24-channel 1x1 convolution");
 }
 
 TEST(JitDifferential, BatchedAndBroadcastMatmuls) {

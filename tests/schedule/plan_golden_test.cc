@@ -304,6 +304,23 @@ TEST(PlanGolden, ConvolutionWeightsArePackedInPanelsOfEightOutputChannels) {
                   static_cast<double>((o * 4 + c) * 9 + k));
 }
 
+// 24 output channels are 3 panels: a fourth, zero panel lets a 16-lane tile read whole panels
+// in bounds (its extra lanes compute channels that are never stored).
+TEST(PlanGolden, ConvolutionWeightsWithAnOddPanelCountGetAZeroPanel) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
+  Tensor w = Tensor::weight(g, "w", iota_weight({24, 4, 3, 3}));
+  g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = plan_and_check(g);
+  const NDArray& data = packed_conv_weight(g, p);
+  ASSERT_EQ(data.numel(), 32 * 36);
+  for (int64_t o = 0; o < 32; ++o)
+    for (int64_t c = 0; c < 4; ++c)
+      for (int64_t k = 0; k < 9; ++k)
+        ASSERT_EQ(data.get(((o / 8) * 36 + c * 9 + k) * 8 + o % 8).as_double(),
+                  o < 24 ? static_cast<double>((o * 4 + c) * 9 + k) : 0.0);
+}
+
 TEST(PlanGolden, DepthwiseWeightsArePackedWithOutputChannelsInnermost) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 8, 8});
