@@ -137,7 +137,7 @@ const UOp* contiguous_loop(const UOp* ast, const KernelRanges& kr) {
 // each vector load feeds several accumulators. Sizes are powers of two so the tile is a whole
 // number of vector registers, half the register file (8 on AVX2, 16 on NEON and AVX-512). The
 // last upcast is the lane axis.
-void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, const OptTarget& t,
+void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int item, const OptTarget& t,
                       std::vector<Opt>& opts) {
   int64_t accumulators = t.accumulators > 0 ? t.accumulators : std::max(4, t.vector_registers / 2);
   std::vector<const UOp*> loads = product_loads(ast);
@@ -203,7 +203,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, con
     int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
     // A lane axis that only takes a small divisor (a depthwise convolution's 14-wide W: 2) is
     // padded to one vector instead when masked accesses are cheap.
-    if (lanes < width) lanes = lane_count(size_of(vec), width, static_cast<int>(width > 0 ? t.vector_bytes / width : 4), t.masked_vectors);
+    if (lanes < width) lanes = lane_count(size_of(vec), width, item, t.masked_vectors);
     // Two vectors on a lane axis of an odd number of vectors (1000 classes), the last group's
     // extra lanes masked, when every load along it stays inside its buffer (a weight packed
     // with a zero panel): 16 channels x 4 positions load less per FMA than 8 x 8.
@@ -308,7 +308,7 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   for (const UOp* r : kr.reduces) work *= size_of(r);
 
   if (contraction) {
-    contraction_tile(ast, kr, width, t, opts);
+    contraction_tile(ast, kr, width, item, t, opts);
   } else if (const UOp* inner = contiguous_loop(ast, kr)) {
     bool bool_store = st && st->src[1]->dtype.is_bool();
     int64_t up = lane_count(size_of(inner), width, bool_store ? 1 : item, t.masked_vectors);

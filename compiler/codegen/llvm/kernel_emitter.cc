@@ -341,29 +341,40 @@ class Emitter {
     return {b_.CreateInBoundsGEP(mem_scalar_ty(el.scalar), val(buf), lin), gate};
   }
 
+  // A masked vector access: `plain()` when every lane of `gate` is on (all but a row's last
+  // group), else `masked()` (masked accesses are slow on some cores: microcoded on AMD Zen).
+  // Returns the merged value of a load, nullptr for a store.
+  template <typename Plain, typename Masked>
+  llvm::Value* all_lanes_or_masked(llvm::Value* gate, Plain plain, Masked masked) {
+    auto* all_bb = llvm::BasicBlock::Create(c_, "lanes.all", fn_);
+    auto* masked_bb = llvm::BasicBlock::Create(c_, "lanes.masked", fn_);
+    auto* done = llvm::BasicBlock::Create(c_, "lanes.done", fn_);
+    b_.CreateCondBr(b_.CreateAndReduce(gate), all_bb, masked_bb);
+    b_.SetInsertPoint(all_bb);
+    llvm::Value* a = plain();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(masked_bb);
+    llvm::Value* m = masked();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    if (a->getType()->isVoidTy()) return nullptr;
+    llvm::PHINode* v = b_.CreatePHI(a->getType(), 2);
+    v->addIncoming(a, all_bb);
+    v->addIncoming(m, masked_bb);
+    return v;
+  }
+
   llvm::Value* load(const UOp* u) {
     auto [ptr, gate] = address(u->src[0]);
     DType d = u->dtype;
     llvm::Align align(static_cast<uint64_t>(d.itemsize()));
-    if (gate && gate->getType()->isVectorTy()) {
-      // Masked lanes read zero. Most accesses have every lane on (all but a row's last group):
-      // those take a plain load; masked ones are slow on some cores (microcoded on AMD Zen).
-      auto* plain = llvm::BasicBlock::Create(c_, "load.all", fn_);
-      auto* masked = llvm::BasicBlock::Create(c_, "load.masked", fn_);
-      auto* done = llvm::BasicBlock::Create(c_, "loaded", fn_);
-      b_.CreateCondBr(b_.CreateAndReduce(gate), plain, masked);
-      b_.SetInsertPoint(plain);
-      llvm::Value* whole = b_.CreateAlignedLoad(mem_ty(d), ptr, align);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(masked);
-      llvm::Value* part =
-          b_.CreateMaskedLoad(mem_ty(d), ptr, align, gate, llvm::Constant::getNullValue(mem_ty(d)));
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
-      llvm::PHINode* v = b_.CreatePHI(mem_ty(d), 2);
-      v->addIncoming(whole, plain);
-      v->addIncoming(part, masked);
-      return from_memory(v, d);
+    if (gate && gate->getType()->isVectorTy()) {  // masked lanes read zero
+      llvm::Value* zero = llvm::Constant::getNullValue(mem_ty(d));
+      return from_memory(
+          all_lanes_or_masked(
+              gate, [&] { return b_.CreateAlignedLoad(mem_ty(d), ptr, align); },
+              [&] { return b_.CreateMaskedLoad(mem_ty(d), ptr, align, gate, zero); }),
+          d);
     }
     llvm::LoadInst* raw = b_.CreateAlignedLoad(mem_ty(d), ptr, align);
     // A masked lane loads element 0 and keeps it: the IR leaves its value unspecified (rangeify
@@ -377,19 +388,11 @@ class Emitter {
     auto [ptr, gate] = address(u->src[0]);
     const UOp* value = u->src[1];
     llvm::Value* v = to_memory(val(value), value->dtype);
-    if (gate && gate->getType()->isVectorTy()) {  // as in load(): a plain store when all lanes are on
+    if (gate && gate->getType()->isVectorTy()) {
       llvm::Align align(static_cast<uint64_t>(value->dtype.itemsize()));
-      auto* plain = llvm::BasicBlock::Create(c_, "store.all", fn_);
-      auto* masked = llvm::BasicBlock::Create(c_, "store.masked", fn_);
-      auto* done = llvm::BasicBlock::Create(c_, "stored", fn_);
-      b_.CreateCondBr(b_.CreateAndReduce(gate), plain, masked);
-      b_.SetInsertPoint(plain);
-      b_.CreateAlignedStore(v, ptr, align);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(masked);
-      b_.CreateMaskedStore(v, ptr, align, gate);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
+      all_lanes_or_masked(
+          gate, [&] { return b_.CreateAlignedStore(v, ptr, align); },
+          [&] { return b_.CreateMaskedStore(v, ptr, align, gate); });
       return;
     }
     if (!gate) {
