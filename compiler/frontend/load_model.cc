@@ -13,8 +13,10 @@ void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
   std::string ext = std::filesystem::path(path).extension().string();
   if (!std::filesystem::exists(path)) throw Error("model file '" + path + "' does not exist");
   if (ext == ".kg") {
-    if (!opts.dims.empty()) throw Error("--dim binds ONNX dim parameters; graph files have none");
-    if (!opts.frozen.empty()) throw Error("--freeze applies to ONNX models");
+    if (!opts.dims.empty())
+      throw OptionError(Option::DimParam, "dim parameters are ONNX's; graph files have none");
+    if (!opts.frozen.empty())
+      throw OptionError(Option::Freeze, "inputs can be frozen in ONNX models only");
     load_graph_file(path, g);
     for (const auto& [name, shape] : opts.shapes) {
       bool found = false;
@@ -22,10 +24,13 @@ void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
         if (in.name != name) continue;
         found = true;
         if (in.buffer->buffer().shape != shape)
-          throw Error("--shape " + name + "=" + shape_str(shape) + ": the graph file declares " +
-                      shape_str(in.buffer->buffer().shape) + " (graph-file shapes are fixed)");
+          throw OptionError(Option::InputShape,
+                            "input '" + name + "' given shape " + shape_str(shape) +
+                                ": the graph file declares " + shape_str(in.buffer->buffer().shape) +
+                                " (graph-file shapes are fixed)");
       }
-      if (!found) throw Error("--shape: the model has no input named '" + name + "'");
+      if (!found)
+        throw OptionError(Option::InputShape, "the model has no input named '" + name + "'");
     }
     return;
   }

@@ -1,6 +1,5 @@
-// Loads a model file into a Graph, choosing the frontend by extension (.kg; .onnx with the ONNX
-// issue). Input shapes given with --shape are checked against (or, for dynamic dims, bind) the
-// model's.
+// Loads a model file into a Graph, choosing the frontend by extension (.kg, .onnx). Input shapes
+// given in the options are checked against (or, for dynamic dims, bind) the model's.
 #pragma once
 
 #include <map>
@@ -12,9 +11,9 @@
 namespace kiln {
 
 struct ModelOptions {
-  std::map<std::string, Shape> shapes;  // --shape NAME=D0,D1,...
-  std::map<std::string, int64_t> dims;  // --dim PARAM=N (ONNX dim parameters)
-  std::map<std::string, NDArray> frozen;  // --freeze NAME=FILE.npy (ONNX inputs made constants)
+  std::map<std::string, Shape> shapes;    // input shapes by name
+  std::map<std::string, int64_t> dims;    // values of ONNX dim parameters by name
+  std::map<std::string, NDArray> frozen;  // ONNX inputs made constants, with their values
 };
 
 void load_model(const std::string& path, Graph& g, const ModelOptions& opts);

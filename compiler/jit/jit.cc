@@ -1,15 +1,18 @@
 #include "compiler/jit/jit.h"
 
 #include <ffi.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
 
 #include <cstring>
 
 #include "compiler/codegen/llvm/module_builder.h"
-#include "compiler/codegen/llvm/target.h"
+#include "compiler/target/target_info.h"
 #include "compiler/support/error.h"
+#include "compiler/jit/kernel_timer.h"
 #include "compiler/tensor/tensor.h"
 
 namespace kiln {
@@ -58,26 +61,40 @@ T check(llvm::Expected<T> e, const char* what) {
 }
 }  // namespace
 
-JitKernels::JitKernels(const std::vector<LoweredKernel>& kernels, const Target& host)
+JitKernels::JitKernels(const std::vector<CodegenKernel>& kernels, const TargetInfo& host)
+    : JitKernels(std::make_unique<llvm::LLVMContext>(), nullptr, kernels, host) {}
+
+JitKernels::JitKernels(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> m,
+                       const std::vector<CodegenKernel>& kernels, const TargetInfo& host)
     : impl_(std::make_unique<Impl>()) {
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::vector<CodegenKernel> ck;
-  for (const LoweredKernel& k : kernels) ck.push_back(k.codegen);
-  std::unique_ptr<llvm::Module> m = build_module(*ctx, ck, host, ModuleKind::Jit);
-  optimize_module(*m, host);
-  auto jtmb = llvm::orc::JITTargetMachineBuilder(llvm::Triple(host.triple()));
-  jtmb.setCPU(host.cpu());
-  llvm::SubtargetFeatures features;
-  for (const std::string& f : host.features()) features.AddFeature(f);
-  jtmb.addFeatures(features.getFeatures());
-  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  impl_->jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(),
-                     "creating the JIT");
+  if (!host.runs_here())
+    throw OptionError(Option::Target, "code for " + host.triple() + " " + host.cpu() +
+                                          " does not run on this machine (the JIT runs it here)");
+  if (!m) {
+    m = build_module(*ctx, kernels, host, ModuleKind::Jit);
+    optimize_module(*m, host);
+  }
+  // The JIT compiles with a TargetMachine the target description makes (the same CPU and
+  // features as everything else), not one of its own detection.
+  auto machine = std::make_shared<std::unique_ptr<llvm::TargetMachine>>(host.create_machine());
+  llvm::DataLayout layout = (*machine)->createDataLayout();
+  llvm::orc::JITTargetMachineBuilder jtmb((llvm::Triple(host.triple())));
+  impl_->jit = check(
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(jtmb))
+          .setDataLayout(layout)
+          .setCompileFunctionCreator(
+              [machine](llvm::orc::JITTargetMachineBuilder)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                return std::make_unique<llvm::orc::TMOwningSimpleCompiler>(std::move(*machine));
+              })
+          .create(),
+      "creating the JIT");
   if (auto err = impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
     throw Error("JIT: " + llvm::toString(std::move(err)));
-  for (const LoweredKernel& k : kernels) {
+  for (const CodegenKernel& k : kernels) {
     auto addr = check(impl_->jit->lookup(k.name + ".raw"), "JIT lookup");
-    impl_->kernels.emplace_back(addr.toPtr<void*>(), k.codegen.arg_dtypes.size());
+    impl_->kernels.emplace_back(addr.toPtr<void*>(), k.arg_dtypes.size());
   }
 }
 
@@ -89,8 +106,32 @@ const FfiKernel& JitKernels::kernel(size_t i) const {
 
 // ---------------------------------------------------------------- JitProgram
 
-JitProgram::JitProgram(const Plan& plan, const Target& host, const LowerOptions& o)
-    : plan_(plan), kernels_(lower_kernels(plan, host, o)), jit_(kernels_, host) {}
+namespace {
+std::vector<CodegenKernel> codegen_of(const std::vector<LoweredKernel>& kernels) {
+  std::vector<CodegenKernel> out;
+  for (const LoweredKernel& k : kernels) out.push_back(k.codegen);
+  return out;
+}
+}  // namespace
+
+JitProgram::JitProgram(const Plan& plan, const TargetInfo& host, const TuningOptions& o)
+    : plan_(plan) {
+  TuningOptions tuning = o;
+  CandidateTimer timer;
+  if (o.beam > 0 && !o.timer) {
+    timer = jit_candidate_timer(host);
+    tuning.timer = &timer;
+  }
+  std::vector<OptimizedKernel> optimized = optimize_programs(plan_, host, tuning);
+  set_launch_tasks(plan_, optimized);
+  for (size_t i = 0; i < plan_.programs.size(); ++i)
+    kernels_.push_back(
+        lower_kernel(plan_.programs[i].name, plan_.programs[i].ast, optimized[i], host));
+  jit_ = std::make_unique<JitKernels>(codegen_of(kernels_), host);
+}
+
+JitProgram::JitProgram(const Plan& plan, std::unique_ptr<JitKernels> kernels)
+    : plan_(plan), jit_(std::move(kernels)) {}
 
 JitProgram::~JitProgram() = default;
 
@@ -131,10 +172,8 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
       const Launch& l = plan.launches[static_cast<size_t>(li)];
       std::vector<void*> args;
       for (int b : l.args) args.push_back(ptr[static_cast<size_t>(b)]);
-      const LoweredKernel& k = kernels_[static_cast<size_t>(l.program)];
-      uint32_t n = static_cast<uint32_t>(k.optimized.ntasks);
-      for (uint32_t t = 0; t < n; ++t)
-        jit_.kernel(static_cast<size_t>(l.program)).call(args, t, n);
+      uint32_t n = static_cast<uint32_t>(l.ntasks);
+      for (uint32_t t = 0; t < n; ++t) jit_->kernel(static_cast<size_t>(l.program)).call(args, t, n);
     }
   return outputs;
 }

@@ -1,6 +1,6 @@
-// In-process execution: kernels compiled for the host with ORC LLJIT, raw kernels (natural
-// typed signatures) called through libffi. This serves `kilnc run`, the differential tests and
-// (later) tuning.
+// In-process execution: kernels compiled for the host with ORC LLJIT (with the TargetMachine the
+// target description makes), raw kernels (natural typed signatures) called through libffi. This
+// serves `kilnc run`, the self-test's reference outputs, beam search's timing and the tests.
 #pragma once
 
 #include <map>
@@ -8,14 +8,20 @@
 #include <string>
 #include <vector>
 
-#include "compiler/codegen/lower_kernels.h"
+#include "compiler/codegen/lower_kernel.h"
+#include "compiler/opt/choose_opts.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/tensor/graph.h"
 #include "compiler/tensor/ndarray.h"
 
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
 namespace kiln {
 
-class Target;
+class TargetInfo;
 
 // A raw kernel: void f(void* a0, ..., void* aN, uint32_t task, uint32_t ntasks), called via libffi.
 class FfiKernel {
@@ -32,10 +38,15 @@ class FfiKernel {
   std::unique_ptr<Impl> impl_;
 };
 
-// Lowered kernels compiled for the host in one LLJIT module; kernel(i) is kernels[i]'s raw entry.
+// Kernels compiled for the host in one LLJIT module; kernel(i) is kernels[i]'s raw entry.
 class JitKernels {
  public:
-  JitKernels(const std::vector<LoweredKernel>& kernels, const Target& host);
+  // Builds and optimizes the module itself.
+  JitKernels(const std::vector<CodegenKernel>& kernels, const TargetInfo& host);
+  // From a module already built (ModuleKind::Jit) and optimized for `host` (the pipeline's
+  // llvm_ir and llvm_opt stages).
+  JitKernels(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
+             const std::vector<CodegenKernel>& kernels, const TargetInfo& host);
   ~JitKernels();
   const FfiKernel& kernel(size_t i) const;
 
@@ -44,21 +55,25 @@ class JitKernels {
   std::unique_ptr<Impl> impl_;
 };
 
-// The kernels of a plan, compiled for the host and runnable.
+// A plan's kernels compiled for the host and runnable.
 class JitProgram {
  public:
-  JitProgram(const Plan& plan, const Target& host, const LowerOptions& o);
+  // Optimizes (choose_opts with `o`), lowers and compiles every program of `plan`.
+  JitProgram(const Plan& plan, const TargetInfo& host, const TuningOptions& o = {});
+  // Kernels already compiled, one per program; `plan`'s launches carry their task counts.
+  JitProgram(const Plan& plan, std::unique_ptr<JitKernels> kernels);
   ~JitProgram();
   // Runs the plan on `inputs` (by name; weights from `g`), sequentially, every task of every
   // launch in order. Throws kiln::Error for a missing or mis-shaped input.
   std::map<std::string, NDArray> run(const Graph& g,
                                      const std::map<std::string, NDArray>& inputs) const;
+  // The lowered kernels (first constructor only; empty otherwise).
   const std::vector<LoweredKernel>& kernels() const { return kernels_; }
 
  private:
-  const Plan& plan_;
+  Plan plan_;
   std::vector<LoweredKernel> kernels_;
-  JitKernels jit_;
+  std::unique_ptr<JitKernels> jit_;
 };
 
 }  // namespace kiln

@@ -7,6 +7,9 @@
 //    unrolled (a small kernel window such as 3x3 completely, else the first reduce up to 4);
 //  - the outermost output loop is split into tasks when the kernel does enough work to pay for
 //    it (at least 2^16 multiply-adds or elements).
+// The heuristics propose; the applier (opts.h) decides what is legal: choose_opts drops a
+// proposal the applier refuses. Thresholds here are costs (how much padding is worth a wider
+// tile), each with the measurement behind it, not legality.
 #pragma once
 
 #include <vector>
@@ -14,6 +17,15 @@
 #include "compiler/opt/opts.h"
 
 namespace kiln {
+
+class TargetInfo;
+
+// The optimization levels (--opt-level): what the heuristics may propose.
+enum class OptLevel : int {
+  None = 0,     // no opts: scalar loops, one task (a reference for the generated code)
+  Vectors = 1,  // the store's contiguous axis as vector lanes and tasks; no register tiles
+  Tiles = 2,    // the default: register tiles for contractions, reduce unrolls, tasks
+};
 
 struct OptTarget {
   int vector_bytes = 32;  // 16 (SSE/NEON), 32 (AVX2), 64 (AVX-512)
@@ -28,8 +40,19 @@ struct OptTarget {
   // Masked vector loads/stores are cheap (AVX): a lane axis may be padded (a 114-wide row in
   // groups of 8 lanes, the last group masked) instead of taking a small divisor (2).
   bool masked_vectors = false;
+  // Contractions get register tiles and unrolled reductions (OptLevel::Tiles); without, they
+  // are vectorized like elementwise kernels.
+  bool register_tiles = true;
 };
 
+// The heuristics' view of a target at an opt level (None proposes nothing: see default_opts).
+OptTarget opt_target(const TargetInfo& t, OptLevel level = OptLevel::Tiles);
+
+// True for a kernel with a REDUCE(ADD) of a product (matmuls, convolutions): the kernels that
+// get register tiles, and that beam search tunes.
+bool is_contraction_kernel(const UOp* ast);
+
+// The heuristics' proposal for one kernel.
 std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t);
 
 }  // namespace kiln

@@ -130,15 +130,14 @@ class Applier {
     // map can take a tile of 8. At most a third of the lanes may be padding.
     bool padded = o.kind == OptKind::Upcast && n % o.amount != 0;
     int64_t groups = (n + o.amount - 1) / o.amount;
-    if (padded && 3 * (groups * o.amount - n) > groups * o.amount)
+    if (padded && kMaxUpcastPaddingDenominator * (groups * o.amount - n) > groups * o.amount)
       bad(str_cat("amount pads the range of ", n, " by more than a third"));
     if (!padded && n % o.amount != 0) bad(str_cat("amount does not divide the range size ", n));
     if (o.amount == n && o.kind == OptKind::Tile) bad("a tile as large as the range is no tile");
-    if (o.kind == OptKind::Upcast) {
-      lanes_ *= o.amount;
-      if (lanes_ > kMaxUpcastLanes)
-        bad(str_cat("more than ", kMaxUpcastLanes, " upcast lanes in one kernel"));
-    }
+    if (o.kind == OptKind::Upcast && lanes_ * o.amount > kMaxUpcastLanes)
+      bad(str_cat("more than ", kMaxUpcastLanes, " upcast lanes in one kernel"));
+    // Every check is above: a refused opt leaves the applier as it was.
+    if (o.kind == OptKind::Upcast) lanes_ *= o.amount;
     AxisKind outer_kind = o.kind == OptKind::Unroll ? AxisKind::Reduce : AxisKind::Loop;
     AxisKind inner_kind = o.kind == OptKind::Upcast   ? AxisKind::Upcast
                           : o.kind == OptKind::Unroll ? AxisKind::Unroll
@@ -291,7 +290,15 @@ OptimizedKernel apply_opts(const UOp* ast, const std::vector<Opt>& opts) {
   size_t lane = opts.size();  // the last upcast is the lane axis (the expander's fastest)
   for (size_t i = 0; i < opts.size(); ++i)
     if (opts[i].kind == OptKind::Upcast) lane = i;
-  for (size_t i = 0; i < opts.size(); ++i) a.apply(opts[i], i == lane);
+  for (size_t i = 0; i < opts.size(); ++i) {
+    try {
+      a.apply(opts[i], i == lane);
+    } catch (const OptRefused&) {
+      throw;
+    } catch (const Error& e) {
+      throw OptRefused(i, e.what());
+    }
+  }
   return a.finish(opts);
 }
 

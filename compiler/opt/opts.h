@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compiler/ir/uop.h"
+#include "compiler/support/error.h"
 
 namespace kiln {
 
@@ -35,8 +36,20 @@ struct OptimizedKernel {
   std::vector<Opt> opts;
 };
 
-// Applies `opts` in order. Throws kiln::Error naming the opt if it is not valid for the kernel
-// (unknown range, wrong range kind, amount that does not divide the range, too many lanes).
+// The applier is where legality lives: heuristics and beam search propose, and an opt it
+// refuses is not applied (choose_opts drops it). `index` is the refused opt's position.
+class OptRefused : public Error {
+ public:
+  OptRefused(size_t index, const std::string& msg) : Error(msg), index_(index) {}
+  size_t index() const { return index_; }
+
+ private:
+  size_t index_;
+};
+
+// Applies `opts` in order. Throws OptRefused naming the opt if it is not valid for the kernel
+// (unknown range, wrong range kind, an amount that neither divides the range nor pads it by at
+// most kMaxUpcastPadding, too many lanes, a split that is not of the outermost loop).
 OptimizedKernel apply_opts(const UOp* ast, const std::vector<Opt>& opts);
 
 // Range ids and sizes of a kernel by kind, in loop order.
@@ -49,5 +62,8 @@ KernelRanges kernel_ranges(const UOp* ast);
 
 // The maximum number of vector lanes (product of upcast sizes) a kernel may have.
 inline constexpr int64_t kMaxUpcastLanes = 256;
+// An upcast may pad its range to whole groups (the extra lanes masked) by at most this fraction
+// of the padded lanes: beyond it, most of a group would compute nothing.
+inline constexpr int64_t kMaxUpcastPaddingDenominator = 3;  // a third
 
 }  // namespace kiln

@@ -4,104 +4,81 @@
 #include <map>
 #include <set>
 
-#include "compiler/codegen/llvm/target.h"
-#include "compiler/support/crc32c.h"
 #include "compiler/support/error.h"
+#include "compiler/target/target_info.h"
 #include "kiln/schema/kiln_generated.h"
+#include "schema/kiln_abi.h"
 
 namespace kiln {
 
 namespace {
 
 fb::DType to_fb(DType d) {
-  switch (d.scalar) {
-    case ScalarKind::Bool:
-      return fb::DType::Bool;
-    case ScalarKind::Int8:
-      return fb::DType::Int8;
-    case ScalarKind::Int16:
-      return fb::DType::Int16;
-    case ScalarKind::Int32:
-      return fb::DType::Int32;
-    case ScalarKind::Int64:
-      return fb::DType::Int64;
-    case ScalarKind::UInt8:
-      return fb::DType::UInt8;
-    case ScalarKind::UInt16:
-      return fb::DType::UInt16;
-    case ScalarKind::UInt32:
-      return fb::DType::UInt32;
-    case ScalarKind::UInt64:
-      return fb::DType::UInt64;
-    case ScalarKind::Float16:
-      return fb::DType::Float16;
-    case ScalarKind::BFloat16:
-      return fb::DType::BFloat16;
-    case ScalarKind::Float32:
-      return fb::DType::Float32;
-    case ScalarKind::Float64:
-      return fb::DType::Float64;
-    default:
-      break;
-  }
-  throw Error("the package format has no dtype " + d.str());
+  return static_cast<fb::DType>(package_dtype(d));
 }
 
 int64_t align_up(int64_t v, int64_t a) {
   return (v + a - 1) / a * a;
 }
 
-// CPU features the runtime detects (runtime/src/cpu_features.c keeps the same list).
-const std::set<std::string>& checkable_x86() {
-  static const std::set<std::string> s = {
-      "sse3",       "ssse3",      "sse4.1",     "sse4.2",   "popcnt",   "avx",
-      "avx2",       "fma",        "f16c",       "bmi",      "bmi2",     "lzcnt",
-      "movbe",      "avx512f",    "avx512cd",   "avx512bw", "avx512dq", "avx512vl",
-      "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni"};
-  return s;
-}
-const std::set<std::string>& checkable_aarch64() {
-  static const std::set<std::string> s = {"neon", "fullfp16", "dotprod", "sve",  "lse",
-                                          "rdm",  "rcpc",     "i8mm",    "bf16", "crc"};
-  return s;
-}
-
 }  // namespace
 
-std::vector<std::string> checkable_features(const Target& t) {
-  const std::set<std::string>& allowed = t.is_x86() ? checkable_x86() : checkable_aarch64();
-  std::vector<std::string> out;
-  for (const std::string& f : t.features())
-    if (allowed.count(f)) out.push_back(f);
-  return out;
+uint8_t package_dtype(DType d) {
+  switch (d.scalar) {
+    case ScalarKind::Bool:
+      return KILN_ABI_DTYPE_BOOL;
+    case ScalarKind::Int8:
+      return KILN_ABI_DTYPE_INT8;
+    case ScalarKind::Int16:
+      return KILN_ABI_DTYPE_INT16;
+    case ScalarKind::Int32:
+      return KILN_ABI_DTYPE_INT32;
+    case ScalarKind::Int64:
+      return KILN_ABI_DTYPE_INT64;
+    case ScalarKind::UInt8:
+      return KILN_ABI_DTYPE_UINT8;
+    case ScalarKind::UInt16:
+      return KILN_ABI_DTYPE_UINT16;
+    case ScalarKind::UInt32:
+      return KILN_ABI_DTYPE_UINT32;
+    case ScalarKind::UInt64:
+      return KILN_ABI_DTYPE_UINT64;
+    case ScalarKind::Float16:
+      return KILN_ABI_DTYPE_FLOAT16;
+    case ScalarKind::BFloat16:
+      return KILN_ABI_DTYPE_BFLOAT16;
+    case ScalarKind::Float32:
+      return KILN_ABI_DTYPE_FLOAT32;
+    case ScalarKind::Float64:
+      return KILN_ABI_DTYPE_FLOAT64;
+    case ScalarKind::Void:
+    case ScalarKind::Index:
+      break;
+  }
+  throw Error("the package format has no dtype " + d.str());
 }
 
 uint32_t package_metadata_crc(const uint8_t* buf, size_t size) {
   const fb::Package* p = fb::GetPackage(buf);
-  // Regions skipped: the two payloads, and the checksum field (read as zero).
-  std::vector<std::pair<size_t, size_t>> skip;
-  if (p->code()) skip.push_back({static_cast<size_t>(p->code()->data() - buf), p->code()->size()});
-  if (p->constants())
-    skip.push_back({static_cast<size_t>(p->constants()->data() - buf), p->constants()->size()});
+  auto region = [&](const flatbuffers::Vector<uint8_t>* v) {
+    if (!v || v->size() == 0) return kiln_abi_region{0, 0};
+    return kiln_abi_region{static_cast<uint64_t>(v->data() - buf), v->size()};
+  };
   const uint8_t* field =
       reinterpret_cast<const flatbuffers::Table*>(p)->GetAddressOf(fb::Package::VT_METADATA_CRC32C);
-  if (field) skip.push_back({static_cast<size_t>(field - buf), 4});
-  std::sort(skip.begin(), skip.end());
+  KILN_CHECK(field, "the package has no metadata_crc32c field");
   uint32_t crc = 0;
-  size_t pos = 0;
-  const uint8_t zeros[4] = {0, 0, 0, 0};
-  for (auto [off, len] : skip) {
-    crc = crc32c(crc, buf + pos, off - pos);
-    if (len == 4 && buf + off == field) crc = crc32c(crc, zeros, 4);
-    pos = off + len;
-  }
-  return crc32c(crc, buf + pos, size - pos);
+  KILN_CHECK(kiln_abi_metadata_crc32c(buf, size, region(p->code()), region(p->constants()),
+                                      static_cast<uint64_t>(field - buf), 0, &crc) == 0,
+             "the package's payloads overlap");
+  return crc;
 }
 
-std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code,
-                                   const Target& t, const PackageProvenance& prov,
-                                   const SelfTestData* selftest, uint32_t static_kernels_id) {
-  KILN_CHECK(static_kernels_id == 0 || code.shared_object.empty(),
+std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
+                                   const std::vector<uint8_t>& shared_object, const TargetInfo& t,
+                                   const PackageProvenance& prov, const SelfTestData* selftest,
+                                   uint32_t static_kernels_id) {
+  KILN_CHECK(static_kernels_id == 0 || shared_object.empty(),
              "a static-library package carries no shared object");
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   fbb.ForceDefaults(true);  // every scalar present, so that the checksum field can be patched
@@ -169,13 +146,12 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
   auto outputs = tensor_infos(plan.outputs);
 
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
-  for (size_t i = 0; i < code.kernels.size(); ++i) {
-    const LoweredKernel& k = code.kernels[i];
+  for (size_t i = 0; i < plan.programs.size(); ++i) {
+    const KernelProgram& k = plan.programs[i];
     std::vector<uint8_t> dts;
-    for (DType d : k.codegen.arg_dtypes) dts.push_back(static_cast<uint8_t>(to_fb(d)));
+    for (DType d : kernel_arg_dtypes(k.ast)) dts.push_back(package_dtype(d));
     kernels.push_back(fb::CreateKernel(
-        fbb, fbb.CreateString(k.name), static_cast<uint32_t>(i),
-        static_cast<uint32_t>(k.codegen.arg_dtypes.size()),
+        fbb, fbb.CreateString(k.name), static_cast<uint32_t>(i), static_cast<uint32_t>(dts.size()),
         fbb.CreateVector(reinterpret_cast<const fb::DType*>(dts.data()), dts.size())));
   }
 
@@ -185,8 +161,7 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
     for (int li : grp) {
       const Launch& l = plan.launches[static_cast<size_t>(li)];
       std::vector<uint32_t> args(l.args.begin(), l.args.end());
-      uint32_t ntasks =
-          static_cast<uint32_t>(code.kernels[static_cast<size_t>(l.program)].optimized.ntasks);
+      uint32_t ntasks = static_cast<uint32_t>(l.ntasks);
       launches.push_back(
           fb::CreateLaunchDirect(fbb, static_cast<uint32_t>(l.program), &args, ntasks));
     }
@@ -195,24 +170,24 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const Codeg
 
   std::vector<flatbuffers::Offset<flatbuffers::String>> flags;
   for (const auto& f : prov.flags) flags.push_back(fbb.CreateString(f));
-  auto provenance = fb::CreateProvenance(fbb, kPackageFormatMajor, kPackageFormatMinor,
+  auto provenance = fb::CreateProvenance(fbb, KILN_ABI_FORMAT_MAJOR, KILN_ABI_FORMAT_MINOR,
                                          fbb.CreateString(kProducer), fbb.CreateVector(flags),
                                          fbb.CreateString(prov.model_sha256));
-  std::vector<std::string> feats = checkable_features(t);
+  std::vector<std::string> feats = t.required_features();
   std::vector<flatbuffers::Offset<flatbuffers::String>> feat_offsets;
   for (const auto& f : feats) feat_offsets.push_back(fbb.CreateString(f));
   auto target = fb::CreateTarget(fbb, fbb.CreateString(t.triple()), fbb.CreateString(t.cpu()),
                                  fbb.CreateVector(feat_offsets));
 
-  fbb.ForceVectorAlignment(code.shared_object.size(), 1, 64);
-  auto code_vec = fbb.CreateVector(code.shared_object);
+  fbb.ForceVectorAlignment(shared_object.size(), 1, 64);
+  auto code_vec = fbb.CreateVector(shared_object);
   fbb.ForceVectorAlignment(constants.size(), 1, 64);
   auto const_vec = fbb.CreateVector(constants);
   std::vector<flatbuffers::Offset<fb::Section>> sections = {
       fb::CreateSectionDirect(fbb, "code",
-                              crc32c(0, code.shared_object.data(), code.shared_object.size()),
-                              code.shared_object.size()),
-      fb::CreateSectionDirect(fbb, "constants", crc32c(0, constants.data(), constants.size()),
+                              kiln_abi_crc32c(0, shared_object.data(), shared_object.size(), 0),
+                              shared_object.size()),
+      fb::CreateSectionDirect(fbb, "constants", kiln_abi_crc32c(0, constants.data(), constants.size(), 0),
                               constants.size())};
 
   flatbuffers::Offset<fb::SelfTest> selftest_table = 0;

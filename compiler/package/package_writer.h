@@ -7,16 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "compiler/driver/codegen_driver.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/tensor/graph.h"
 
 namespace kiln {
 
-class Target;
+class TargetInfo;
 
-inline constexpr uint32_t kPackageFormatMajor = 1;
-inline constexpr uint32_t kPackageFormatMinor = 1;  // 1.1: the optional self-test
 inline constexpr const char* kProducer = "kilnc 0.1.0";
 
 struct PackageProvenance {
@@ -31,17 +28,21 @@ struct SelfTestData {
   float tolerance = 1e-4f;
 };
 
-std::vector<uint8_t> write_package(const Plan& plan, const Graph& g, const CodegenArtifacts& code,
-                                   const Target& t, const PackageProvenance& prov,
+// The package for `plan` (its launches carry the task counts the optimize stage chose; program i
+// is entry i of the kernels' entry table) with `shared_object` holding the kernels, or with no
+// code and `static_kernels_id` for a static library. The target's required features
+// (TargetInfo::required_features) are what the runtime checks at load.
+std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
+                                   const std::vector<uint8_t>& shared_object, const TargetInfo& t,
+                                   const PackageProvenance& prov,
                                    const SelfTestData* selftest = nullptr,
                                    uint32_t static_kernels_id = 0);
 
-// The CPU features a package records as required: the target's features that the runtime can
-// check (docs/package-format.md lists them). Code is generated with exactly these enabled.
-std::vector<std::string> checkable_features(const Target& t);
-
-// The metadata checksum: CRC-32C of the buffer, skipping the code and constants payloads and
-// reading the metadata_crc32c field as zero.
+// The metadata checksum (schema/kiln_abi.h's rule) of a package's bytes.
 uint32_t package_metadata_crc(const uint8_t* buf, size_t size);
+
+// The package's dtype number (schema/kiln_abi.h) for an IR dtype; throws for one the format has
+// not (index, void).
+uint8_t package_dtype(DType d);
 
 }  // namespace kiln

@@ -1,19 +1,9 @@
 #include "compiler/package/static_library.h"
 
-#include <llvm/IR/Constants.h>
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
-#include <llvm/Object/ArchiveWriter.h>
-#include <llvm/Target/TargetMachine.h>
-#include <llvm/Support/MemoryBuffer.h>
-
 #include <cctype>
 #include <filesystem>
 
-#include "compiler/codegen/llvm/module_builder.h"
-#include "compiler/codegen/llvm/target.h"
-#include "compiler/support/crc32c.h"
-#include "compiler/support/error.h"
+#include "schema/kiln_abi.h"
 
 namespace kiln {
 
@@ -27,32 +17,13 @@ std::string static_library_symbol(const std::string& output_path) {
 }
 
 uint32_t static_kernels_id(const std::string& model_sha256, const std::vector<std::string>& flags) {
-  uint32_t crc = crc32c(0, model_sha256.data(), model_sha256.size());
-  for (const std::string& f : flags) crc = crc32c(crc, f.data(), f.size());
+  uint32_t crc = kiln_abi_crc32c(0, model_sha256.data(), model_sha256.size(), 0);
+  for (const std::string& f : flags) crc = kiln_abi_crc32c(crc, f.data(), f.size(), 0);
   return crc ? crc : 1;
 }
 
-namespace {
-
-// An object file defining the package bytes and their size.
-std::vector<uint8_t> data_object(const std::string& symbol, const std::vector<uint8_t>& bytes,
-                                 const Target& t) {
-  llvm::LLVMContext ctx;
-  llvm::Module m("kiln_package", ctx);
-  m.setTargetTriple(t.triple());
-  m.setDataLayout(t.machine().createDataLayout());
-  auto* data = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint8_t>(bytes.data(), bytes.size()));
-  auto* g = new llvm::GlobalVariable(m, data->getType(), true, llvm::GlobalValue::ExternalLinkage,
-                                     data, symbol + "_package");
-  g->setAlignment(llvm::Align(64));  // the runtime uses the constants in place
-  auto* i64 = llvm::Type::getInt64Ty(ctx);
-  new llvm::GlobalVariable(m, i64, true, llvm::GlobalValue::ExternalLinkage,
-                           llvm::ConstantInt::get(i64, bytes.size()), symbol + "_package_size");
-  return emit_object(m, t);
-}
-
-std::string header_text(const std::string& symbol, size_t num_kernels, bool embed,
-                        const std::string& package_file) {
+std::string static_library_header(const std::string& symbol, size_t num_kernels, bool embed,
+                                  const std::string& package_file) {
   std::string guard = symbol;
   for (char& c : guard) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::string h;
@@ -64,45 +35,20 @@ std::string header_text(const std::string& symbol, size_t num_kernels, bool embe
   h += "#ifndef " + guard + "_KILN_H_\n#define " + guard + "_KILN_H_\n\n#include <stdint.h>\n\n";
   h += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   h += "/* The kernels' entry table (layout read by the runtime; do not use its fields). */\n";
-  h += "extern const struct " + symbol + "_kernel_table {\n  uint32_t magic, version, count, id;\n  const void* entries[" +
+  h += "extern const struct " + symbol + "_kernel_table {\n  " KILN_ABI_ENTRY_TABLE_HEADER_DECL
+       "\n  const void* entries[" +
        std::to_string(num_kernels) + "];\n} " + symbol + "_kernels;\n\n";
   if (embed) {
     h += "/* The package (weights, plan, schedule), 64-byte aligned so it is used in place. */\n";
     h += "extern const unsigned char " + symbol + "_package[];\n";
     h += "extern const uint64_t " + symbol + "_package_size;\n\n";
   } else {
-    h += "/* The package (weights, plan, schedule) is the file written next to this header; load it\n"
-         " * into 64-byte-aligned memory to use it in place. */\n";
+    h += "/* The package (weights, plan, schedule) is the file written next to this header; load "
+         "it\n * into 64-byte-aligned memory to use it in place. */\n";
     h += "#define " + guard + "_PACKAGE_FILE \"" + package_file + "\"\n\n";
   }
   h += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return h;
-}
-
-}  // namespace
-
-StaticLibrary make_static_library(const std::string& symbol, const std::vector<uint8_t>& kernels_object,
-                                  size_t num_kernels, const std::vector<uint8_t>* embed,
-                                  const std::string& package_file, const Target& t) {
-  std::vector<std::vector<uint8_t>> objects = {kernels_object};
-  std::vector<std::string> names = {symbol + "_kernels.o"};
-  if (embed) {
-    objects.push_back(data_object(symbol, *embed, t));
-    names.push_back(symbol + "_package.o");
-  }
-  std::vector<llvm::NewArchiveMember> members;
-  for (size_t i = 0; i < objects.size(); ++i) {
-    llvm::MemoryBufferRef ref(llvm::StringRef(reinterpret_cast<const char*>(objects[i].data()), objects[i].size()),
-                              names[i]);
-    members.emplace_back(ref);
-  }
-  auto buf = llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NormalSymtab,
-                                        llvm::object::Archive::K_GNU, /*Deterministic=*/true, /*Thin=*/false);
-  if (!buf) throw Error("cannot write the static library: " + llvm::toString(buf.takeError()));
-  StaticLibrary lib;
-  lib.archive.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-  lib.header = header_text(symbol, num_kernels, embed != nullptr, package_file);
-  return lib;
 }
 
 }  // namespace kiln

@@ -15,4 +15,15 @@ int64_t Plan::constant_bytes() const {
   return total;
 }
 
+std::vector<DType> kernel_arg_dtypes(const UOp* ast) {
+  std::vector<DType> out;
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Op::DEFINE_GLOBAL) continue;
+    size_t i = static_cast<size_t>(u->iarg());
+    if (out.size() <= i) out.resize(i + 1);
+    out[i] = u->dtype.base();
+  }
+  return out;
+}
+
 }  // namespace kiln

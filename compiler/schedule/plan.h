@@ -28,11 +28,15 @@ struct KernelProgram {
   Digest digest;
 };
 
+// The element dtype of each argument of a kernel AST (DEFINE_GLOBAL 0..n-1).
+std::vector<DType> kernel_arg_dtypes(const UOp* ast);
+
 // One execution of a program on concrete buffers.
 struct Launch {
   int program = 0;
   std::vector<int> args;  // buffer ids by argument index; args[0] is written
   std::string what;       // the tensor node it computes, for messages and --explain-fusion
+  int64_t ntasks = 1;     // the program's task split, set by the optimize stage
 };
 
 struct MemorySlot {

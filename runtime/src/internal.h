@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "kiln/kiln.h"
+#include "kiln_abi.h"
 
 /* Sets the thread's last error message and returns |status|. */
 kiln_status kiln_error(kiln_status status, const char* fmt, ...)
@@ -29,11 +30,10 @@ static inline int kiln_mul_overflow(uint64_t a, uint64_t b, uint64_t* out) {
   return __builtin_mul_overflow(a, b, out);
 }
 
+/* CRC-32C (kiln_abi.h), with the CPU's CRC instructions when it has them. */
 uint32_t kiln_crc32c(uint32_t crc, const void* data, size_t len);
 
 /* ---- the verified model ---- */
-
-enum { KILN_SLOT_ARENA = 0, KILN_SLOT_CONSTANT = 1, KILN_SLOT_INPUT = 2, KILN_SLOT_OUTPUT = 3 };
 
 typedef struct kiln_slot_desc {
   uint8_t kind;
@@ -66,17 +66,19 @@ typedef struct kiln_tensor_desc {
   uint32_t slot;
 } kiln_tensor_desc;
 
-typedef void (*kiln_kernel_fn)(void* const* args, const int64_t* vars, uint32_t task,
-                               uint32_t ntasks);
+typedef kiln_abi_kernel_fn kiln_kernel_fn;
 
-/* The kernels' entry table (the compiler's module_builder writes it): magic, version, count, id
- * (0, or the static_kernels_id of a static-library package), then `count` entry pointers. */
-#define KILN_TABLE_MAGIC 0x4E4C494Bu /* "KILN" */
-#define KILN_TABLE_VERSION 1u
+typedef struct kiln_kernel_desc {
+  const char* name;
+  uint32_t entry; /* index into the entry table */
+  uint32_t nargs;
+  const uint8_t* arg_dtypes; /* nargs dtypes, inside the package buffer */
+} kiln_kernel_desc;
 
-/* Kernels loaded from an ELF shared object by kiln's loader. */
+/* The kernels' entry table (kiln_abi.h): from an ELF shared object mapped by kiln's loader, or
+ * linked into the application (kiln_model_load_static). */
 typedef struct kiln_code {
-  uint8_t* base; /* the mapped image */
+  uint8_t* base; /* the mapped image (NULL for a static table) */
   size_t size;
   const kiln_kernel_fn* entries;
   uint32_t num_entries;
@@ -95,8 +97,8 @@ struct kiln_model {
   kiln_tensor_desc* inputs;
   kiln_tensor_desc* outputs;
   kiln_slot_desc* slots;
-  const char** kernel_names;
-  kiln_kernel_fn* kernels;
+  kiln_kernel_desc* kernel_descs;
+  kiln_kernel_fn* kernels; /* by kernel index, bound from the entry table */
   kiln_launch_desc* launches;
   kiln_group_desc* groups;
   const uint8_t* constants;
@@ -115,8 +117,10 @@ struct kiln_model {
 
 const kiln_allocator* kiln_model_allocator(const kiln_model* m);
 
-/* package.c: verify the package bytes and fill the model's descriptions (the code too). */
+/* package.c: verify the package bytes and fill the model's descriptions (the code too). On
+ * failure everything it allocated is released. */
 kiln_status kiln_package_load(kiln_model* m, int verify_checksums);
+/* Releases what kiln_package_load allocated (also what a failed load left); idempotent. */
 void kiln_package_unload(kiln_model* m);
 
 /* elf_loader.c */
@@ -124,8 +128,10 @@ kiln_status kiln_elf_load(const uint8_t* elf, size_t size, kiln_code* out);
 void kiln_elf_unload(kiln_code* code);
 
 /* cpu_features.c: nonzero if the running CPU has the LLVM-named feature |name| (and the OS
- * enabled its registers); -1 if the name is unknown to this runtime. */
+ * enabled its registers); -1 if the name is not one kiln_abi.h lists for this architecture. */
 int kiln_cpu_has_feature(const char* name);
+/* Nonzero if the CPU has CRC-32C instructions (SSE4.2, ARMv8 CRC). */
+int kiln_cpu_has_crc32c(void);
 /* The architecture the runtime runs on: "x86_64" or "aarch64". */
 const char* kiln_runtime_arch(void);
 

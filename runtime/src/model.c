@@ -26,8 +26,7 @@ static kiln_status check_options(const kiln_model_options* o) {
 
 static kiln_status finish_load(kiln_model* m, const kiln_model_options* o, kiln_model** out_model) {
   kiln_status st = kiln_package_load(m, !(o && o->skip_checksums));
-  if (st != KILN_OK) {
-    kiln_package_unload(m);
+  if (st != KILN_OK) { /* (the loader released what it loaded) */
     if (m->mapping) munmap(m->mapping, m->size);
     kiln_free(kiln_model_allocator(m), m->owned_copy);
     kiln_allocator a = m->allocator;
@@ -206,6 +205,6 @@ kiln_status kiln_model_kernel_count(const kiln_model* m, size_t* out_count) {
 kiln_status kiln_model_kernel_name(const kiln_model* m, size_t index, const char** out_name) {
   if (!m || !out_name) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_name: NULL argument");
   if (index >= m->num_kernels) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_name: index %zu out of range", index);
-  *out_name = m->kernel_names[index];
+  *out_name = m->kernel_descs[index].name;
   return KILN_OK;
 }

@@ -119,9 +119,9 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o, ki
   for (uint32_t k = 0; k < m->num_slots; ++k) {
     const kiln_slot_desc* d = &m->slots[k];
     switch (d->kind) {
-      case KILN_SLOT_ARENA: s->slot_ptr[k] = s->arena + d->offset; break;
-      case KILN_SLOT_CONSTANT: s->slot_ptr[k] = (void*)(m->constants + d->offset); break;
-      case KILN_SLOT_INPUT: s->slot_ptr[k] = s->owned_io[d->index]; break;
+      case KILN_ABI_SLOT_ARENA: s->slot_ptr[k] = s->arena + d->offset; break;
+      case KILN_ABI_SLOT_CONSTANT: s->slot_ptr[k] = (void*)(m->constants + d->offset); break;
+      case KILN_ABI_SLOT_INPUT: s->slot_ptr[k] = s->owned_io[d->index]; break;
       default: s->slot_ptr[k] = s->owned_io[m->num_inputs + d->index]; break;
     }
   }

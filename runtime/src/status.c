@@ -49,9 +49,26 @@ void kiln_free(const kiln_allocator* a, void* p) {
   else free(p);
 }
 
-static const size_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
-static const char* kNames[] = {"bool",   "int8",    "int16",    "int32",   "int64",   "uint8",  "uint16",
-                               "uint32", "uint64", "float16", "bfloat16", "float32", "float64"};
+/* kiln.h's public dtype numbering is the package's (kiln_abi.h). */
+#define KILN_SAME_DTYPE(name) \
+  _Static_assert((int)KILN_DTYPE_##name == (int)KILN_ABI_DTYPE_##name, "kiln_dtype " #name " is not kiln_abi.h's")
+KILN_SAME_DTYPE(BOOL);
+KILN_SAME_DTYPE(INT8);
+KILN_SAME_DTYPE(INT16);
+KILN_SAME_DTYPE(INT32);
+KILN_SAME_DTYPE(INT64);
+KILN_SAME_DTYPE(UINT8);
+KILN_SAME_DTYPE(UINT16);
+KILN_SAME_DTYPE(UINT32);
+KILN_SAME_DTYPE(UINT64);
+KILN_SAME_DTYPE(FLOAT16);
+KILN_SAME_DTYPE(BFLOAT16);
+KILN_SAME_DTYPE(FLOAT32);
+KILN_SAME_DTYPE(FLOAT64);
+#undef KILN_SAME_DTYPE
 
-size_t kiln_dtype_size(kiln_dtype d) { return (unsigned)d < 13 ? kSizes[d] : 0; }
-const char* kiln_dtype_name(kiln_dtype d) { return (unsigned)d < 13 ? kNames[d] : "unknown"; }
+static const size_t kSizes[KILN_ABI_DTYPE_COUNT] = KILN_ABI_DTYPE_SIZES;
+static const char* const kNames[KILN_ABI_DTYPE_COUNT] = KILN_ABI_DTYPE_NAMES;
+
+size_t kiln_dtype_size(kiln_dtype d) { return (unsigned)d < KILN_ABI_DTYPE_COUNT ? kSizes[d] : 0; }
+const char* kiln_dtype_name(kiln_dtype d) { return (unsigned)d < KILN_ABI_DTYPE_COUNT ? kNames[d] : "unknown"; }

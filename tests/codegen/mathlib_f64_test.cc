@@ -10,8 +10,8 @@
 #include <limits>
 #include <random>
 
-#include "compiler/codegen/llvm/target.h"
-#include "compiler/driver/pipeline.h"
+#include "compiler/target/target_info.h"
+#include "compiler/driver/compile.h"
 #include "compiler/jit/jit.h"
 #include "compiler/tensor/tensor.h"
 
@@ -20,9 +20,8 @@ namespace {
 
 constexpr int64_t kPoints = 1 << 18;
 
-const Target& host() {
-  static const Target t = Target::create({});
-  return t;
+const TargetInfo& host() {
+  return TargetInfo::host();
 }
 
 // One float64 ulp at the magnitude of `x`.
@@ -94,7 +93,7 @@ void check(Tensor (Tensor::*fn)() const, long double (*ref)(long double, long do
   Tensor x = Tensor::input(g, "x", dtypes::float64, {kPoints});
   g.add_output("y", (x.*fn)().uop());
   Plan p = plan_graph(g, {});
-  JitProgram jit(p, host(), {2});
+  JitProgram jit(p, host());
   std::vector<double> pts = points(std::hash<std::string>{}(name), lo, hi);
   NDArray in(dtypes::float64, {kPoints});
   std::memcpy(in.data(), pts.data(), pts.size() * 8);
@@ -134,7 +133,7 @@ TEST(MathlibF64, Pow) {
   Tensor y = Tensor::input(g, "y", dtypes::float64, {kPoints});
   g.add_output("z", x.pow(y).uop());
   Plan p = plan_graph(g, {});
-  JitProgram jit(p, host(), {2});
+  JitProgram jit(p, host());
   std::vector<double> xs = points(21, 0, 20), ys = points(22, -30, 30);
   std::mt19937_64 rng(23);
   for (int i = 0; i < 20000; ++i) {  // negative bases with integer exponents

@@ -11,7 +11,7 @@
 #include <limits>
 #include <random>
 
-#include "compiler/codegen/llvm/target.h"
+#include "compiler/target/target_info.h"
 #include "compiler/jit/jit.h"
 #include "compiler/tensor/tensor.h"
 #include "tests/schedule/plan_util.h"
@@ -113,9 +113,8 @@ void compare(const std::vector<float>& x, const std::vector<float>* y2, const fl
   }
 }
 
-const Target& host() {
-  static const Target t = Target::create({});
-  return t;
+const TargetInfo& host() {
+  return TargetInfo::host();
 }
 
 void check_unary(Tensor (Tensor::*fn)() const, double (*ref)(double), float lo, float hi,
@@ -124,7 +123,7 @@ void check_unary(Tensor (Tensor::*fn)() const, double (*ref)(double), float lo, 
   Tensor x = Tensor::input(g, "x", dtypes::float32, {kPoints});
   g.add_output("y", (x.*fn)().uop());
   Plan p = plan_graph(g, {});
-  JitProgram jit(p, host(), {2});
+  JitProgram jit(p, host());
   std::vector<float> pts = test_points(std::hash<std::string>{}(name), lo, hi);
   NDArray in(dtypes::float32, {kPoints});
   std::memcpy(in.data(), pts.data(), pts.size() * 4);
@@ -211,7 +210,7 @@ TEST(Mathlib, Pow) {
   Tensor y = Tensor::input(g, "y", dtypes::float32, {kPoints});
   g.add_output("z", x.pow(y).uop());
   Plan p = plan_graph(g, {});
-  JitProgram jit(p, host(), {2});
+  JitProgram jit(p, host());
   std::vector<float> xs = test_points(11, 0.0f, 20.0f), ys = test_points(12, -30.0f, 30.0f);
   // Negative bases with integer exponents, and the C99 special cases, explicitly.
   std::mt19937_64 rng(13);

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "compiler/codegen/llvm/link.h"
-#include "compiler/codegen/llvm/target.h"
-#include "compiler/driver/codegen_driver.h"
+#include "compiler/driver/compile.h"
+#include "compiler/target/target_info.h"
 #include "compiler/support/error.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/linalg.h"
@@ -58,9 +58,11 @@ std::string readelf(const std::vector<uint8_t>& so, const std::string& args) {
 void check_target(const TargetOptions& to, const char* machine, const char* relative) {
   Graph g;
   build_model(g);
-  Plan p = plan_graph(g, {});
-  Target t = Target::create(to);
-  CodegenArtifacts art = generate_code(p, t, {2}, {}, {});
+  TargetInfo t = TargetInfo::create(to);
+  CompileOptions o;
+  o.emit = Emit::SharedObject;
+  o.target = &t;
+  Artifacts art = compile(g, o);
   std::string what = t.triple() + " cpu " + t.cpu();
   ASSERT_FALSE(art.shared_object.empty()) << what;
   EXPECT_EQ(check_shared_object(art.shared_object, t), "") << what;
@@ -103,12 +105,13 @@ TEST(SharedObject, AArch64IsFreestanding) {
 }
 
 TEST(SharedObject, BadTargetsAreErrors) {
-  EXPECT_THROW(Target::create({"nonsense-unknown-thing", ""}), Error);
+  EXPECT_THROW(TargetInfo::create({"nonsense-unknown-thing", ""}), Error);
   try {
-    Target::create({"x86_64-linux-gnu", "pentium9000"});
+    TargetInfo::create({"x86_64-linux-gnu", "pentium9000"});
     FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--cpu pentium9000"), std::string::npos) << e.what();
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.option(), Option::Cpu);
+    EXPECT_NE(std::string(e.what()).find("CPU pentium9000"), std::string::npos) << e.what();
   }
 }
 

@@ -6,9 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "compiler/codegen/llvm/target.h"
+#include "compiler/target/target_info.h"
 #include "compiler/jit/jit.h"
-#include "compiler/jit/tuner.h"
+#include "compiler/jit/kernel_timer.h"
+#include "compiler/opt/choose_opts.h"
 #include "compiler/opt/tuning_cache.h"
 #include "compiler/support/error.h"
 #include "compiler/tensor/linalg.h"
@@ -17,9 +18,8 @@
 namespace kiln {
 namespace {
 
-const Target& host() {
-  static const Target t = Target::create({});
-  return t;
+const TargetInfo& host() {
+  return TargetInfo::host();
 }
 
 TEST(TuningCache, OptsRoundTripAndBadLinesAreNamed) {
@@ -68,26 +68,28 @@ TEST(Tuner, BeamChoicesAreCorrectCachedAndReused) {
   Plan p = plan_graph(g, {});
   TuningCache cache;
   TuneStats st;
-  auto chosen = tune_plan(p, host(), {2, &cache, nullptr}, &st);
+  CandidateTimer timer = jit_candidate_timer(host());
+  auto tuned = optimize_programs(p, host(), {.beam = 2, .cache = &cache, .timer = &timer}, &st);
   EXPECT_EQ(st.kernels, 1);
   EXPECT_EQ(st.searched, 1);
   EXPECT_GE(st.candidates, 5);
-  ASSERT_EQ(chosen.size(), 1u);
+  ASSERT_EQ(tuned.size(), 1u);
   EXPECT_EQ(cache.size(), 1u);
+  std::map<std::string, std::vector<Opt>> chosen = {{p.programs[0].name, tuned[0].opts}};
 
   // The tuned program computes what the interpreter does.
   auto inputs = testing::random_inputs(g, 3);
   auto ref = interpret(p, g, inputs);
-  auto got = JitProgram(p, host(), {2, &chosen}).run(g, inputs);
+  auto got = JitProgram(p, host(), {.forced = &chosen}).run(g, inputs);
   EXPECT_TRUE(testing::arrays_close(ref.at("y"), got.at("y")));
 
   // From the cache: the same choice, nothing timed.
   TuneStats again;
-  auto cached = tune_plan(p, host(), {0, &cache, nullptr}, &again);
+  auto cached = optimize_programs(p, host(), {.cache = &cache}, &again);
   EXPECT_EQ(again.from_cache, 1);
   EXPECT_EQ(again.searched, 0);
   EXPECT_EQ(again.candidates, 0);
-  EXPECT_EQ(cached, chosen);
+  EXPECT_EQ(cached[0].opts, tuned[0].opts);
 }
 
 TEST(Tuner, BeamRefusesACrossTarget) {
@@ -95,11 +97,20 @@ TEST(Tuner, BeamRefusesACrossTarget) {
   Tensor a = Tensor::input(g, "a", dtypes::float32, {16, 16});
   g.add_output("y", matmul(a, a).uop());
   Plan p = plan_graph(g, {});
-  Target arm = Target::create({"aarch64-linux-gnu", "generic"});
-  EXPECT_THROW(tune_plan(p, arm, {2, nullptr, nullptr}, nullptr), Error);
-  // The cache alone is fine for any target (nothing to time).
+  TargetInfo arm = TargetInfo::create({"aarch64-linux-gnu", "generic"});
+  CandidateTimer timer = jit_candidate_timer(host());
+  try {
+    optimize_programs(p, arm, {.beam = 2, .timer = &timer});
+    FAIL() << "beam search for another target";
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.option(), Option::Beam);
+  }
+  // The cache alone is fine for any target (nothing to time): the heuristics fill the misses.
   TuningCache empty;
-  EXPECT_TRUE(tune_plan(p, arm, {0, &empty, nullptr}, nullptr).empty());
+  TuneStats st;
+  EXPECT_EQ(optimize_programs(p, arm, {.cache = &empty}, &st).size(), 1u);
+  EXPECT_EQ(st.kernels, 1);
+  EXPECT_EQ(st.from_cache, 0);
 }
 
 }  // namespace

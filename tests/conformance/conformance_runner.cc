@@ -33,9 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/codegen/llvm/target.h"
-#include "compiler/driver/codegen_driver.h"
-#include "compiler/driver/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/package/package_writer.h"
@@ -164,12 +162,10 @@ Outcome run_test(const fs::path& dir) {
       g = kiln::Graph();
     }
   }
-  kiln::Plan plan = kiln::plan_graph(g, {});
-  const kiln::Target target = kiln::Target::create({});
-  kiln::CodegenRequest req;
-  req.shared_object = true;
-  kiln::CodegenArtifacts art = kiln::generate_code(plan, target, {2}, req, {});
-  std::vector<uint8_t> pkg = kiln::write_package(plan, g, art, target, {{"--conformance"}, "0"});
+  kiln::CompileOptions co;
+  co.provenance_flags = {"--conformance"};
+  co.model_sha256 = "0";
+  std::vector<uint8_t> pkg = kiln::compile(g, co).package;
 
   kiln_model* m = nullptr;
   if (kiln_model_load_memory(pkg.data(), pkg.size(), nullptr, &m) != KILN_OK)

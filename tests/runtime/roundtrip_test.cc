@@ -5,10 +5,9 @@
 
 #include <cstring>
 
-#include "compiler/codegen/llvm/target.h"
-#include "compiler/driver/codegen_driver.h"
+#include "compiler/target/target_info.h"
+#include "compiler/driver/compile.h"
 #include "compiler/jit/jit.h"
-#include "compiler/package/package_writer.h"
 #include "compiler/support/error.h"
 #include "kiln/kiln.h"
 #include "tests/schedule/random_graph.h"
@@ -16,14 +15,15 @@
 namespace kiln {
 namespace {
 
-const Target& host() {
-  static const Target t = Target::create({});
-  return t;
+const TargetInfo& host() {
+  return TargetInfo::host();
 }
 
-std::vector<uint8_t> compile(Graph& g, Plan& p) {
-  CodegenArtifacts art = generate_code(p, host(), {2}, {}, {});
-  return write_package(p, g, art, host(), {{"--test"}, "0"});
+Artifacts compile_package(Graph& g) {
+  CompileOptions o;
+  o.provenance_flags = {"--test"};
+  o.model_sha256 = "0";
+  return compile(g, o);
 }
 
 // Runs the package with the C runtime; outputs by name.
@@ -73,11 +73,11 @@ TEST(RoundTrip, RandomGraphsThroughTheCRuntime) {
     testing::RandomGraph rg(g, 1000 + static_cast<uint64_t>(seed));
     rg.build();
     auto inputs = testing::random_inputs(g, static_cast<uint64_t>(seed));
-    Plan p = plan_graph(g, {});
-    std::vector<uint8_t> pkg = compile(g, p);
+    Artifacts a = compile_package(g);
+    const Plan& p = a.plan;
     auto ref = interpret(p, g, inputs);
-    auto jit = JitProgram(p, host(), {2}).run(g, inputs);
-    auto got = run_package(pkg, p, inputs, seed % 2 ? 2 : 1);
+    auto jit = JitProgram(p, host()).run(g, inputs);
+    auto got = run_package(a.package, p, inputs, seed % 2 ? 2 : 1);
     for (const auto& [name, arr] : ref) {
       ASSERT_TRUE(got.count(name)) << "seed " << seed;
       ASSERT_TRUE(testing::arrays_close(arr, got.at(name)))
@@ -95,8 +95,7 @@ TEST(RoundTrip, PackagesAreReproducible) {
       Graph g;
       testing::RandomGraph rg(g, 7000 + static_cast<uint64_t>(seed));
       rg.build();
-      Plan p = plan_graph(g, {});
-      *out = compile(g, p);
+      *out = compile_package(g).package;
     }
     ASSERT_EQ(a, b) << "seed " << seed;
   }

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <random>
 
-#include "compiler/driver/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "compiler/ir/printer.h"
 #include "compiler/schedule/memory_plan.h"
 #include "compiler/support/error.h"
@@ -77,7 +77,7 @@ TEST(Differential, KernelPerOpPlansAgreeWithFusedPlans) {
     rg.build();
     auto inputs = testing::random_inputs(g, static_cast<uint64_t>(seed));
     Plan fused = plan_graph(g, {});
-    PipelineOptions o;
+    CompileOptions o;
     o.policy = &per_op;
     Plan split = plan_graph(g, o);
     EXPECT_GE(split.launches.size(), fused.launches.size()) << "seed " << seed;

@@ -6,7 +6,7 @@
 
 #include "compiler/frontend/graph_file/graph_file.h"
 #include "compiler/support/error.h"
-#include "compiler/support/npy.h"
+#include "compiler/tensor/npy.h"
 #include "tests/schedule/random_graph.h"
 
 namespace kiln {

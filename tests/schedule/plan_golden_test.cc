@@ -2,7 +2,7 @@
 // small models whose ideal plan is known.
 #include <gtest/gtest.h>
 
-#include "compiler/driver/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "compiler/ir/printer.h"
 #include "compiler/opt/heuristics.h"
 #include "compiler/schedule/memory_plan.h"

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "compiler/driver/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "compiler/schedule/interpreter.h"
 #include "compiler/tensor/eager.h"
 #include "compiler/tensor/tensor.h"

@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   llvm-19 llvm-19-dev liblld-19-dev lld-19 clang-19 libclang-rt-19-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev
+  clang-format-19
   libflatbuffers-dev flatbuffers-compiler
   libffi-dev
   libonnx-dev libprotobuf-dev protobuf-compiler

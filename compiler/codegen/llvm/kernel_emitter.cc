@@ -8,7 +8,6 @@
 #include <unordered_map>
 
 #include "compiler/codegen/llvm/mathlib.h"
-#include "compiler/codegen/llvm/target.h"
 #include "compiler/ir/const_eval.h"
 #include "compiler/support/error.h"
 
@@ -18,11 +17,12 @@ namespace {
 
 class Emitter {
  public:
-  Emitter(llvm::Module& m, const Target& t) : m_(m), c_(m.getContext()), b_(c_), target_(t) {}
+  explicit Emitter(llvm::Module& m) : m_(m), c_(m.getContext()), b_(c_) {}
 
-  KernelFunctions run(const std::string& name, const std::vector<LinearOp>& prog,
-                      const std::vector<DType>& args) {
-    choose_index_type(prog);
+  KernelFunctions run(const CodegenKernel& k) {
+    const std::string& name = k.name;
+    const std::vector<DType>& args = k.arg_dtypes;
+    idx_ = k.index_bits == 32 ? b_.getInt32Ty() : b_.getInt64Ty();
     std::vector<llvm::Type*> params(args.size(), b_.getPtrTy());
     params.push_back(b_.getInt32Ty());
     params.push_back(b_.getInt32Ty());
@@ -34,7 +34,6 @@ class Emitter {
       fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
       fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
     }
-    arg_dtypes_ = args;
     task_ = fn_->getArg(static_cast<unsigned>(args.size()));
     ntasks_ = fn_->getArg(static_cast<unsigned>(args.size() + 1));
     entry_bb_ = llvm::BasicBlock::Create(c_, "entry", fn_);
@@ -43,7 +42,7 @@ class Emitter {
     llvm::FastMathFlags contract;
     contract.setAllowContract(true);
     b_.setFastMathFlags(contract);
-    for (const LinearOp& op : prog) step(op);
+    for (const LinearOp& op : k.program) step(op);
     b_.CreateRetVoid();
     KernelFunctions out{fn_, make_entry(name, args.size())};
     return out;
@@ -51,17 +50,6 @@ class Emitter {
 
  private:
   // ---------------------------------------------------------------- types
-
-  void choose_index_type(const std::vector<LinearOp>& prog) {
-    bool fits = true;
-    for (const LinearOp& op : prog)
-      if (op.kind == LinearOp::Kind::Node)
-        for (const UOp* u : op.u->toposort())
-          if (u->dtype.scalar == ScalarKind::Index &&
-              (u->vmin() < INT32_MIN || u->vmax() > INT32_MAX))
-            fits = false;
-    idx_ = fits ? b_.getInt32Ty() : b_.getInt64Ty();
-  }
 
   llvm::Type* scalar_ty(ScalarKind k) {
     switch (k) {
@@ -82,9 +70,11 @@ class Emitter {
       case ScalarKind::Index:
         return idx_;
       case ScalarKind::Float16:
+        return b_.getHalfTy();  // only loads, stores and casts (late_lower computes in float)
       case ScalarKind::BFloat16:
+        throw InternalError("emitter: bfloat16 after late lowering");
       case ScalarKind::Float32:
-        return b_.getFloatTy();  // 16-bit floats are held as float, rounded
+        return b_.getFloatTy();
       case ScalarKind::Float64:
         return b_.getDoubleTy();
       case ScalarKind::Void:
@@ -96,17 +86,9 @@ class Emitter {
     llvm::Type* s = scalar_ty(d.scalar);
     return d.lanes > 1 ? llvm::FixedVectorType::get(s, d.lanes) : s;
   }
-  // How an element sits in memory: bool as i8, 16-bit floats as i16.
+  // How an element sits in memory: bool as i8.
   llvm::Type* mem_scalar_ty(ScalarKind k) {
-    switch (k) {
-      case ScalarKind::Bool:
-        return b_.getInt8Ty();
-      case ScalarKind::Float16:
-      case ScalarKind::BFloat16:
-        return b_.getInt16Ty();
-      default:
-        return scalar_ty(k);
-    }
+    return k == ScalarKind::Bool ? b_.getInt8Ty() : scalar_ty(k);
   }
   llvm::Type* mem_ty(DType d) {
     llvm::Type* s = mem_scalar_ty(d.scalar);
@@ -116,85 +98,12 @@ class Emitter {
   llvm::Constant* constant(DType d, const ConstValue& v) {
     llvm::Type* s = scalar_ty(d.scalar);
     llvm::Constant* c;
-    if (d.is_float() || d.scalar == ScalarKind::Float16 || d.scalar == ScalarKind::BFloat16)
+    if (d.is_float())
       c = llvm::ConstantFP::get(s, v.as_double());
     else
       c = llvm::ConstantInt::get(s, static_cast<uint64_t>(v.as_int()), !d.is_unsigned());
     return d.lanes > 1 ? llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(d.lanes), c)
                        : c;
-  }
-
-  // ---------------------------------------------------------------- 16-bit floats
-
-  // x86 before F16C converts float16 with libcalls; kiln converts with integer code there.
-  bool native_half() const { return !target_.is_x86() || target_.has_feature("f16c"); }
-
-  llvm::Value* half_bits_to_float(llvm::Value* bits, ScalarKind k, llvm::Type* fty) {
-    llvm::Type* i32 = with_lanes(b_.getInt32Ty(), fty);
-    if (k == ScalarKind::BFloat16)
-      return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(bits, i32), 16), fty);
-    if (native_half())
-      return b_.CreateFPExt(b_.CreateBitCast(bits, with_lanes(b_.getHalfTy(), fty)), fty);
-    auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
-    llvm::Value* h = b_.CreateZExt(bits, i32);
-    llvm::Value* sign = b_.CreateShl(b_.CreateAnd(h, k32(0x8000)), 16);
-    llvm::Value* em = b_.CreateAnd(h, k32(0x7fff));
-    // (em << 13) read as a float is the value times 2^-112 (also for subnormals): rescale.
-    llvm::Value* scaled = b_.CreateFMul(b_.CreateBitCast(b_.CreateShl(em, 13), fty),
-                                        llvm::ConstantFP::get(fty, 0x1p112));
-    llvm::Value* special =
-        b_.CreateOr(k32(0x7f800000), b_.CreateShl(b_.CreateAnd(em, k32(0x3ff)), 13));  // inf, NaN
-    llvm::Value* mag =
-        b_.CreateSelect(b_.CreateICmpUGE(em, k32(0x7c00)), special, b_.CreateBitCast(scaled, i32));
-    return b_.CreateBitCast(b_.CreateOr(mag, sign), fty);
-  }
-  llvm::Value* float_to_half_bits(llvm::Value* f, ScalarKind k) {
-    llvm::Type* i16 = with_lanes(b_.getInt16Ty(), f->getType());
-    if (k == ScalarKind::BFloat16) {
-      llvm::Type* i32 = with_lanes(b_.getInt32Ty(), f->getType());
-      llvm::Value* bits = b_.CreateBitCast(f, i32);
-      auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
-      llvm::Value* rounding =
-          b_.CreateAdd(k32(0x7fff), b_.CreateAnd(b_.CreateLShr(bits, 16), k32(1)));
-      llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, rounding), 16);
-      llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(bits, k32(0x7fffffff)), k32(0x7f800000));
-      llvm::Value* qnan = b_.CreateOr(b_.CreateLShr(bits, 16), k32(0x40));
-      return b_.CreateTrunc(b_.CreateSelect(nan, qnan, rounded), i16);
-    }
-    if (native_half())
-      return b_.CreateBitCast(b_.CreateFPTrunc(f, with_lanes(b_.getHalfTy(), f->getType())), i16);
-    // Round to nearest even with integer code (overflow to inf, NaN to a quiet NaN).
-    llvm::Type* i32 = with_lanes(b_.getInt32Ty(), f->getType());
-    auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
-    llvm::Value* bits = b_.CreateBitCast(f, i32);
-    llvm::Value* sign = b_.CreateAnd(bits, k32(0x80000000u));
-    llvm::Value* mag = b_.CreateXor(bits, sign);
-    llvm::Value* over =
-        b_.CreateSelect(b_.CreateICmpUGT(mag, k32(0x7f800000)), k32(0x7e00), k32(0x7c00));
-    const uint32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
-    llvm::Value* sub = b_.CreateSub(
-        b_.CreateBitCast(b_.CreateFAdd(b_.CreateBitCast(mag, f->getType()),
-                                       b_.CreateBitCast(k32(denorm_magic), f->getType())),
-                         i32),
-        k32(denorm_magic));
-    llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(mag, 13), k32(1));
-    llvm::Value* norm = b_.CreateLShr(
-        b_.CreateAdd(b_.CreateAdd(mag, k32(static_cast<uint32_t>((15 - 127) << 23) + 0xfff)), odd),
-        13);
-    llvm::Value* o =
-        b_.CreateSelect(b_.CreateICmpUGE(mag, k32((127 + 16) << 23)), over,
-                        b_.CreateSelect(b_.CreateICmpULT(mag, k32(113u << 23)), sub, norm));
-    return b_.CreateTrunc(b_.CreateOr(o, b_.CreateLShr(sign, 16)), i16);
-  }
-  // A float32 register value rounded to a 16-bit float's precision (and kept as float).
-  llvm::Value* round_to(llvm::Value* v, ScalarKind k) {
-    if (k != ScalarKind::Float16 && k != ScalarKind::BFloat16) return v;
-    return half_bits_to_float(float_to_half_bits(v, k), k, v->getType());
-  }
-  static llvm::Type* with_lanes(llvm::Type* elem, llvm::Type* like) {
-    if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(like))
-      return llvm::FixedVectorType::get(elem, v->getNumElements());
-    return elem;
   }
 
   // ---------------------------------------------------------------- the program
@@ -315,8 +224,7 @@ class Emitter {
     std::vector<llvm::Value*> s;
     for (const UOp* x : u->src) s.push_back(val(x));
     DType operand = u->op == Op::WHERE ? u->src[1]->dtype : u->src[0]->dtype;
-    llvm::Value* r = alu(u->op, operand, s);
-    return u->dtype.is_float() ? round_to(r, u->dtype.scalar) : r;
+    return alu(u->op, operand, s);
   }
 
   // The address of an INDEX, and its gate (nullptr if ungated). Masked lanes address element 0.
@@ -328,8 +236,8 @@ class Emitter {
     if (i->op == Op::WHERE && i->src[2]->is_invalid() && i->src[0]->dtype.lanes > 1) {
       // A masked vector access (one gate per lane): the lanes' addresses are never formed for
       // masked lanes, so the base needs no select (and no inbounds: it may lie before the row).
-      DType el = arg_dtypes_.at(static_cast<size_t>(buf->iarg()));
-      return {b_.CreateGEP(mem_scalar_ty(el.scalar), val(buf), val(i->src[1])), val(i->src[0])};
+      return {b_.CreateGEP(mem_scalar_ty(buf->dtype.scalar), val(buf), val(i->src[1])),
+              val(i->src[0])};
     }
     if (i->op == Op::WHERE && i->src[2]->is_invalid()) {
       gate = val(i->src[0]);
@@ -337,8 +245,7 @@ class Emitter {
     } else {
       lin = val(i);
     }
-    DType el = arg_dtypes_.at(static_cast<size_t>(buf->iarg()));
-    return {b_.CreateInBoundsGEP(mem_scalar_ty(el.scalar), val(buf), lin), gate};
+    return {b_.CreateInBoundsGEP(mem_scalar_ty(buf->dtype.scalar), val(buf), lin), gate};
   }
 
   // A masked vector access: `plain()` when every lane of `gate` is on (all but a row's last
@@ -408,27 +315,13 @@ class Emitter {
     b_.SetInsertPoint(done);
   }
 
+  // Booleans are i1 in registers and a byte in memory.
   llvm::Value* from_memory(llvm::Value* v, DType d) {
-    switch (d.scalar) {
-      case ScalarKind::Bool:
-        return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
-      case ScalarKind::Float16:
-      case ScalarKind::BFloat16:
-        return half_bits_to_float(v, d.scalar, ty(d));
-      default:
-        return v;
-    }
+    if (d.scalar != ScalarKind::Bool) return v;
+    return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
   }
   llvm::Value* to_memory(llvm::Value* v, DType d) {
-    switch (d.scalar) {
-      case ScalarKind::Bool:
-        return b_.CreateZExt(v, mem_ty(d));
-      case ScalarKind::Float16:
-      case ScalarKind::BFloat16:
-        return float_to_half_bits(v, d.scalar);
-      default:
-        return v;
-    }
+    return d.scalar == ScalarKind::Bool ? b_.CreateZExt(v, mem_ty(d)) : v;
   }
 
   llvm::Value* vectorize(const UOp* u) {
@@ -493,7 +386,6 @@ class Emitter {
     bool flt = d.is_float();
     bool uns = d.is_unsigned() || d.is_bool();
     llvm::Type* t = s[0]->getType();
-    auto fz = [&] { return llvm::ConstantFP::get(t, 0.0); };
     auto iz = [&] { return llvm::Constant::getNullValue(t); };
     auto ic = [&](int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); };
     if (mathlib::provides(op) && (flt || op != Op::POW)) {  // integer POW is below
@@ -582,17 +474,12 @@ class Emitter {
         if (flt) return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {s[0], s[1], s[2]});
         return b_.CreateAdd(b_.CreateMul(s[0], s[1], "", false, nsw), s[2], "", false, nsw);
       case Op::IDIV:
-      case Op::MOD: {
-        if (flt) {  // C fmod: x - trunc(x/y)*y
-          llvm::Value* q = rounding(Op::TRUNC, b_.CreateFDiv(s[0], s[1]));
-          llvm::Value* r =
-              b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {b_.CreateFNeg(q), s[1], s[0]});
-          return b_.CreateSelect(b_.CreateFCmpOEQ(r, fz()),
-                                 b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fz(), s[0]),
-                                 r);
-        }
-        return divmod(op == Op::IDIV, uns, s[0], s[1], iz, ic);
-      }
+      case Op::MOD:
+        // The machine's division: late_lower guarded every divisor that may be 0 (or -1) and
+        // lowered float MOD.
+        if (flt) break;
+        if (uns) return op == Op::IDIV ? b_.CreateUDiv(s[0], s[1]) : b_.CreateURem(s[0], s[1]);
+        return op == Op::IDIV ? b_.CreateSDiv(s[0], s[1]) : b_.CreateSRem(s[0], s[1]);
       case Op::SHL:
       case Op::SHR: {
         unsigned bits = t->getScalarSizeInBits();
@@ -610,53 +497,13 @@ class Emitter {
     throw InternalError(str_cat("emitter: no lowering for ", op_name(op), " on ", d.str()));
   }
 
-  // Rounding to an integral value. x86 before SSE4.1 has no rounding instruction and LLVM would
-  // call libm there, so those targets get the add-and-subtract 2^p trick instead.
+  // Rounding to an integral value (late_lower replaced these on targets without instructions).
   llvm::Value* rounding(Op op, llvm::Value* x) {
     llvm::Intrinsic::ID id = op == Op::TRUNC   ? llvm::Intrinsic::trunc
                              : op == Op::FLOOR ? llvm::Intrinsic::floor
                              : op == Op::CEIL  ? llvm::Intrinsic::ceil
                                                : llvm::Intrinsic::roundeven;
-    if (!target_.is_x86() || target_.has_feature("sse4.1")) return b_.CreateUnaryIntrinsic(id, x);
-    llvm::Type* t = x->getType();
-    bool dbl = t->getScalarType()->isDoubleTy();
-    llvm::Value* big =
-        llvm::ConstantFP::get(t, dbl ? 4503599627370496.0 : 8388608.0);  // 2^52 / 2^23
-    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    llvm::Value* integral = b_.CreateFCmpUGE(ax, big);  // already an integer, or NaN
-    llvm::Value* r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
-                                              b_.CreateFSub(b_.CreateFAdd(ax, big), big), x);
-    llvm::Value* one = llvm::ConstantFP::get(t, 1.0);
-    if (op == Op::FLOOR) r = b_.CreateSelect(b_.CreateFCmpOGT(r, x), b_.CreateFSub(r, one), r);
-    if (op == Op::CEIL) r = b_.CreateSelect(b_.CreateFCmpOLT(r, x), b_.CreateFAdd(r, one), r);
-    if (op == Op::TRUNC) {
-      llvm::Value* ar = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r);
-      r = b_.CreateSelect(
-          b_.CreateFCmpOGT(ar, ax),
-          b_.CreateFSub(r, b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, one, x)), r);
-    }
-    r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);  // keep -0.0
-    return b_.CreateSelect(integral, x, r);
-  }
-
-  // Integer division and modulo with kiln's semantics: x/0 = 0, x%0 = 0, INT_MIN/-1 wraps.
-  template <typename Z, typename C>
-  llvm::Value* divmod(bool div, bool uns, llvm::Value* x, llvm::Value* y, Z iz, C ic) {
-    if (auto* cy = llvm::dyn_cast<llvm::ConstantInt>(y);
-        cy && !cy->isZero() && (uns || !cy->isMinusOne())) {
-      if (uns) return div ? b_.CreateUDiv(x, y) : b_.CreateURem(x, y);
-      return div ? b_.CreateSDiv(x, y) : b_.CreateSRem(x, y);
-    }
-    llvm::Value* zero = b_.CreateICmpEQ(y, iz());
-    if (uns) {
-      llvm::Value* safe = b_.CreateSelect(zero, ic(1), y);
-      return b_.CreateSelect(zero, iz(), div ? b_.CreateUDiv(x, safe) : b_.CreateURem(x, safe));
-    }
-    llvm::Value* minus1 = b_.CreateICmpEQ(y, ic(-1));
-    llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, minus1), ic(1), y);
-    llvm::Value* r = div ? b_.CreateSDiv(x, safe) : b_.CreateSRem(x, safe);
-    r = b_.CreateSelect(minus1, div ? b_.CreateNeg(x) : iz(), r);
-    return b_.CreateSelect(zero, iz(), r);
+    return b_.CreateUnaryIntrinsic(id, x);
   }
 
   // Integer power by squaring, branch-free over the exponent's bits.
@@ -687,13 +534,8 @@ class Emitter {
       return ff ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
                 : b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
     if (from.is_bool()) return tf ? b_.CreateUIToFP(v, t) : b_.CreateZExt(v, t);
-    if (ff && tf) {
-      llvm::Value* r = v->getType() == t ? v : b_.CreateFPCast(v, t);
-      return round_to(r, to.scalar);
-    }
-    if (tf)
-      return round_to(from.is_unsigned() ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t),
-                      to.scalar);
+    if (ff && tf) return v->getType() == t ? v : b_.CreateFPCast(v, t);
+    if (tf) return from.is_unsigned() ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t);
     if (ff)
       return b_.CreateIntrinsic(
           to.is_unsigned() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
@@ -701,13 +543,7 @@ class Emitter {
     return b_.CreateIntCast(v, t, !from.is_unsigned());
   }
 
-  llvm::Value* bitcast(DType from, DType to, llvm::Value* v) {
-    if (from.scalar == ScalarKind::Float16 || from.scalar == ScalarKind::BFloat16)
-      v = float_to_half_bits(v, from.scalar);
-    if (to.scalar == ScalarKind::Float16 || to.scalar == ScalarKind::BFloat16)
-      return half_bits_to_float(v, to.scalar, ty(to));
-    return b_.CreateBitCast(v, ty(to));
-  }
+  llvm::Value* bitcast(DType, DType to, llvm::Value* v) { return b_.CreateBitCast(v, ty(to)); }
 
   // ---------------------------------------------------------------- entry
 
@@ -741,13 +577,11 @@ class Emitter {
   llvm::Module& m_;
   llvm::LLVMContext& c_;
   llvm::IRBuilder<> b_;
-  const Target& target_;
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_bb_ = nullptr;
   llvm::Value* task_ = nullptr;
   llvm::Value* ntasks_ = nullptr;
   llvm::Type* idx_ = nullptr;
-  std::vector<DType> arg_dtypes_;
   std::unordered_map<const UOp*, llvm::Value*> vals_;
   std::unordered_map<const UOp*, llvm::AllocaInst*> accs_;
   std::vector<Loop> loops_;
@@ -755,10 +589,8 @@ class Emitter {
 
 }  // namespace
 
-KernelFunctions emit_kernel(llvm::Module& m, const std::string& name,
-                            const std::vector<LinearOp>& program,
-                            const std::vector<DType>& arg_dtypes, const Target& target) {
-  return Emitter(m, target).run(name, program, arg_dtypes);
+KernelFunctions emit_kernel(llvm::Module& m, const CodegenKernel& kernel) {
+  return Emitter(m).run(kernel);
 }
 
 }  // namespace kiln

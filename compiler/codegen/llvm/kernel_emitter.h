@@ -1,4 +1,6 @@
-// LLVM IR for one kernel, from its linearized program.
+// LLVM IR for one kernel, from its linearized program: emission only, one LinearOp at a time.
+// What depends on the target was decided before (late_lower.h: division, rounding, 16-bit
+// floats; the index width), so the emitter needs no target description.
 //
 // Two functions per kernel:
 //   <name>.raw(ptr noalias a0, ..., ptr noalias aN, i32 task, i32 ntasks)   natural signature
@@ -19,16 +21,18 @@ class Module;
 
 namespace kiln {
 
-class Target;
+struct CodegenKernel {
+  std::string name;  // symbol of the entry; the raw kernel is "<name>.raw"
+  std::vector<LinearOp> program;
+  std::vector<DType> arg_dtypes;  // element dtype of each argument buffer, as the package has it
+  int index_bits = 64;            // 32 when every index value fits (late_lower.h: index_bits)
+};
 
 struct KernelFunctions {
   llvm::Function* raw = nullptr;
   llvm::Function* entry = nullptr;
 };
 
-// `arg_dtypes[i]` is the element dtype of DEFINE_GLOBAL i.
-KernelFunctions emit_kernel(llvm::Module& m, const std::string& name,
-                            const std::vector<LinearOp>& program,
-                            const std::vector<DType>& arg_dtypes, const Target& target);
+KernelFunctions emit_kernel(llvm::Module& m, const CodegenKernel& kernel);
 
 }  // namespace kiln

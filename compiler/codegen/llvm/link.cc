@@ -8,13 +8,14 @@
 
 #include <unistd.h>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
 
 #include "compiler/codegen/llvm/module_builder.h"
-#include "compiler/codegen/llvm/target.h"
+#include "compiler/target/target_info.h"
 #include "compiler/support/error.h"
 
 LLD_HAS_DRIVER(elf)
@@ -40,7 +41,7 @@ struct TempDir {
 
 }  // namespace
 
-std::vector<uint8_t> link_shared_object(const std::vector<uint8_t>& object, const Target& t) {
+std::vector<uint8_t> link_shared_object(const std::vector<uint8_t>& object, const TargetInfo& t) {
   TempDir dir;
   std::string obj = (dir.path / "kernels.o").string();
   std::string out = (dir.path / "kernels.so").string();
@@ -73,7 +74,7 @@ std::vector<uint8_t> link_shared_object(const std::vector<uint8_t>& object, cons
   return so;
 }
 
-std::string check_shared_object(const std::vector<uint8_t>& so, const Target& t) {
+std::string check_shared_object(const std::vector<uint8_t>& so, const TargetInfo& t) {
   using ELFT = llvm::object::ELF64LE;
   auto file = llvm::object::ELFFile<ELFT>::create(
       llvm::StringRef(reinterpret_cast<const char*>(so.data()), so.size()));
@@ -120,7 +121,7 @@ std::string check_shared_object(const std::vector<uint8_t>& so, const Target& t)
         if (!name || name->empty()) continue;
         if (s.st_shndx == llvm::ELF::SHN_UNDEF)
           return "undefined dynamic symbol '" + name->str() + "'";
-        if (*name == kEntryTableSymbol) table = true;
+        if (*name == KILN_ABI_ENTRY_TABLE_SYMBOL) table = true;
       }
     }
     if (sec.sh_type == llvm::ELF::SHT_RELA) {
@@ -133,8 +134,35 @@ std::string check_shared_object(const std::vector<uint8_t>& so, const Target& t)
     }
     if (sec.sh_type == llvm::ELF::SHT_REL) return "REL relocations (only RELA RELATIVE is allowed)";
   }
-  if (!table) return std::string("the entry table ") + kEntryTableSymbol + " is not exported";
+  if (!table) return std::string("the entry table ") + KILN_ABI_ENTRY_TABLE_SYMBOL + " is not exported";
   return "";
+}
+
+std::string shared_object_symbols(const std::vector<uint8_t>& so) {
+  using ELFT = llvm::object::ELF64LE;
+  auto file = llvm::object::ELFFile<ELFT>::create(
+      llvm::StringRef(reinterpret_cast<const char*>(so.data()), so.size()));
+  if (!file) return "not an ELF file: " + llvm::toString(file.takeError()) + "\n";
+  std::string out = str_cat("shared object: ", so.size(), " bytes\n");
+  auto sections = file->sections();
+  if (!sections) return out;
+  for (const auto& sec : *sections) {
+    auto name = file->getSectionName(sec);
+    if (name && !name->empty() && (sec.sh_flags & llvm::ELF::SHF_ALLOC))
+      out += str_cat("  section ", name->str(), ": ", sec.sh_size, " bytes\n");
+    if (sec.sh_type != llvm::ELF::SHT_DYNSYM) continue;
+    auto syms = file->symbols(&sec);
+    auto strtab = file->getStringTableForSymtab(sec);
+    if (!syms || !strtab) continue;
+    for (const auto& s : *syms) {
+      auto sym = s.getName(*strtab);
+      if (!sym || sym->empty()) continue;
+      char addr[32];
+      std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(s.st_value));
+      out += str_cat("  symbol ", sym->str(), " at ", addr, ", ", s.st_size, " bytes\n");
+    }
+  }
+  return out;
 }
 
 }  // namespace kiln

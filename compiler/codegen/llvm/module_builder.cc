@@ -10,14 +10,14 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "compiler/codegen/llvm/kernel_emitter.h"
-#include "compiler/codegen/llvm/target.h"
+#include "compiler/target/target_info.h"
 #include "compiler/support/error.h"
 
 namespace kiln {
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
                                            const std::vector<CodegenKernel>& kernels,
-                                           const Target& t, ModuleKind kind,
+                                           const TargetInfo& t, ModuleKind kind,
                                            const std::string& table_symbol, uint32_t table_id) {
   bool table = kind != ModuleKind::Jit;
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
@@ -25,7 +25,7 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
   m->setDataLayout(t.machine().createDataLayout());
   std::vector<llvm::Constant*> entries;
   for (const CodegenKernel& k : kernels) {
-    KernelFunctions f = emit_kernel(*m, k.name, k.program, k.arg_dtypes, t);
+    KernelFunctions f = emit_kernel(*m, k);
     if (table) {
       f.raw->setLinkage(llvm::GlobalValue::InternalLinkage);
       f.entry->setLinkage(llvm::GlobalValue::InternalLinkage);
@@ -37,19 +37,22 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* arr = llvm::ArrayType::get(ptr, entries.size());
     auto* sty = llvm::StructType::get(ctx, {i32, i32, i32, i32, arr});
+    // kiln_abi_entry_table_header, then the entries.
     auto* init = llvm::ConstantStruct::get(
-        sty, {llvm::ConstantInt::get(i32, kEntryTableMagic),
-              llvm::ConstantInt::get(i32, kEntryTableVersion),
+        sty, {llvm::ConstantInt::get(i32, KILN_ABI_ENTRY_TABLE_MAGIC),
+              llvm::ConstantInt::get(i32, KILN_ABI_ENTRY_TABLE_VERSION),
               llvm::ConstantInt::get(i32, entries.size()), llvm::ConstantInt::get(i32, table_id),
               llvm::ConstantArray::get(arr, entries)});
-    auto* g = new llvm::GlobalVariable(*m, sty, true, llvm::GlobalValue::ExternalLinkage, init,
-                                       kind == ModuleKind::Static ? table_symbol : kEntryTableSymbol);
+    KILN_CHECK(kind != ModuleKind::Static || !table_symbol.empty(), "a static table needs a name");
+    auto* g = new llvm::GlobalVariable(
+        *m, sty, true, llvm::GlobalValue::ExternalLinkage, init,
+        kind == ModuleKind::Static ? table_symbol : KILN_ABI_ENTRY_TABLE_SYMBOL);
     g->setAlignment(llvm::Align(16));
   }
   return m;
 }
 
-void optimize_module(llvm::Module& m, const Target& t) {
+void optimize_module(llvm::Module& m, const TargetInfo& t) {
   std::string err;
   llvm::raw_string_ostream es(err);
   if (llvm::verifyModule(m, &es)) throw InternalError("LLVM module does not verify: " + err);
@@ -72,7 +75,7 @@ void optimize_module(llvm::Module& m, const Target& t) {
 }
 
 namespace {
-std::vector<uint8_t> emit_file(llvm::Module& m, const Target& t, llvm::CodeGenFileType type) {
+std::vector<uint8_t> emit_file(llvm::Module& m, const TargetInfo& t, llvm::CodeGenFileType type) {
   llvm::SmallVector<char, 0> buf;
   llvm::raw_svector_ostream os(buf);
   llvm::legacy::PassManager pm;
@@ -83,11 +86,11 @@ std::vector<uint8_t> emit_file(llvm::Module& m, const Target& t, llvm::CodeGenFi
 }
 }  // namespace
 
-std::vector<uint8_t> emit_object(llvm::Module& m, const Target& t) {
+std::vector<uint8_t> emit_object(llvm::Module& m, const TargetInfo& t) {
   return emit_file(m, t, llvm::CodeGenFileType::ObjectFile);
 }
 
-std::string emit_assembly(llvm::Module& m, const Target& t) {
+std::string emit_assembly(llvm::Module& m, const TargetInfo& t) {
   auto bytes = emit_file(m, t, llvm::CodeGenFileType::AssemblyFile);
   return std::string(bytes.begin(), bytes.end());
 }

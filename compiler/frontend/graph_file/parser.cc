@@ -9,7 +9,7 @@
 #include "compiler/frontend/graph_file/graph_file.h"
 #include "compiler/frontend/graph_file/lexer.h"
 #include "compiler/support/error.h"
-#include "compiler/support/npy.h"
+#include "compiler/tensor/npy.h"
 
 namespace kiln {
 

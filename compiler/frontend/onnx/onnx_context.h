@@ -19,7 +19,8 @@ namespace kiln::onnxfe {
 // An op the importer cannot build (reported with the node, collected over the model).
 class Unsupported : public Error {
  public:
-  explicit Unsupported(const std::string& msg) : Error(msg) {}
+  explicit Unsupported(const std::string& msg, std::vector<Option> hints = {})
+      : Error(msg, std::move(hints)) {}
 };
 
 // ONNX element type -> kiln dtype; throws Unsupported for strings, complex and unknown types.

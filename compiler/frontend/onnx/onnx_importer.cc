@@ -3,6 +3,7 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -52,9 +53,10 @@ class Importer {
   const NDArray& const_value(const Tensor& t, const NodeContext& n, size_t input) {
     std::string dep = depends_on_input(t.uop());
     if (!dep.empty())
-      n.unsupported("input " + std::to_string(input) + " ('" + n.node().input(static_cast<int>(input)) +
-                    "') must be known at compile time, but it depends on the model input '" + dep +
-                    "' (kilnc --freeze " + dep + "=FILE.npy makes that input a constant)");
+      throw Unsupported("input " + std::to_string(input) + " ('" + n.node().input(static_cast<int>(input)) +
+                            "') must be known at compile time, but it depends on the model input '" + dep +
+                            "' (freezing '" + dep + "', giving its value at compile time, makes that input a constant)",
+                        {Option::Freeze});
     return eval_.eval(t.uop());
   }
 };
@@ -178,17 +180,18 @@ void NodeContext::invalid(const std::string& why) const { throw Error(why); }
 // ---------------------------------------------------------------- the model
 
 Tensor Importer::frozen_input(const std::string& name, const onnx::TypeProto_Tensor& tt, const NDArray& value) {
-  std::string want = "--freeze " + name + ": ";
+  std::string want = "frozen input '" + name + "': ";
+  auto bad = [](const std::string& msg) { return OptionError(Option::Freeze, msg); };
   if (dtype_of(tt.elem_type()) != value.dtype())
-    throw Error(want + "the value is " + value.dtype().str() + ", the input is " + dtype_of(tt.elem_type()).str());
+    throw bad(want + "the value is " + value.dtype().str() + ", the input is " + dtype_of(tt.elem_type()).str());
   if (tt.has_shape()) {
     if (tt.shape().dim_size() != static_cast<int>(value.shape().size()))
-      throw Error(want + "the value has shape " + shape_str(value.shape()) + ", the input has rank " +
-                  std::to_string(tt.shape().dim_size()));
+      throw bad(want + "the value has shape " + shape_str(value.shape()) + ", the input has rank " +
+                std::to_string(tt.shape().dim_size()));
     for (int i = 0; i < tt.shape().dim_size(); ++i)
       if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != value.shape()[static_cast<size_t>(i)])
-        throw Error(want + "the value has shape " + shape_str(value.shape()) + ", the input's axis " + std::to_string(i) +
-                    " is " + std::to_string(tt.shape().dim(i).dim_value()));
+        throw bad(want + "the value has shape " + shape_str(value.shape()) + ", the input's axis " + std::to_string(i) +
+                  " is " + std::to_string(tt.shape().dim(i).dim_value()));
   }
   return Tensor::weight(g_, g_.fresh_name(name), value);
 }
@@ -209,23 +212,28 @@ void Importer::check_option_names(const onnx::GraphProto& graph,
     return r.empty() ? std::string("none") : r;
   };
   for (const auto& [name, _] : opts_.shapes)
-    if (!inputs.count(name)) throw Error("--shape: the model has no input named '" + name + "' (inputs: " + list(inputs) + ")");
+    if (!inputs.count(name))
+      throw OptionError(Option::InputShape, "the model has no input named '" + name + "' (inputs: " + list(inputs) + ")");
   for (const auto& [name, _] : opts_.frozen)
-    if (!inputs.count(name)) throw Error("--freeze: the model has no input named '" + name + "' (inputs: " + list(inputs) + ")");
+    if (!inputs.count(name))
+      throw OptionError(Option::Freeze, "the model has no input named '" + name + "' (inputs: " + list(inputs) + ")");
   for (const auto& [param, _] : opts_.dims)
-    if (!params.count(param)) throw Error("--dim: no input has a dim parameter named '" + param + "' (parameters: " + list(params) + ")");
+    if (!params.count(param))
+      throw OptionError(Option::DimParam,
+                        "no input has a dim parameter named '" + param + "' (parameters: " + list(params) + ")");
 }
 
 void Importer::run(onnx::ModelProto& m) {
   int opset = -1;
   std::vector<std::string> problems;
-  bool invalid = false;  // a problem that is not a missing capability (an invalid model or a bug)
+  std::vector<Option> hints;  // options that would fix some of the problems
+  bool invalid = false;       // a problem that is not a missing capability (an invalid model or a bug)
   auto report = [&] {
     if (problems.empty()) return;
     std::string msg = "the model cannot be imported (" + std::to_string(problems.size()) + " problem" + (problems.size() > 1 ? "s" : "") + "):";
     for (const auto& p : problems) msg += "\n  " + p;
-    if (!invalid) throw UnsupportedModel(msg);
-    throw Error(msg);
+    if (!invalid) throw UnsupportedModel(msg, hints);
+    throw Error(msg, hints);
   };
   for (const auto& op : m.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset = static_cast<int>(op.version());
@@ -288,14 +296,15 @@ void Importer::run(onnx::ModelProto& m) {
     if (given != opts_.shapes.end()) {
       shape = given->second;
       if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(shape.size()))
-        throw Error("--shape " + in.name() + " has " + std::to_string(shape.size()) + " dims, the model's input has " +
-                    std::to_string(tt.shape().dim_size()));
+        throw OptionError(Option::InputShape, "input '" + in.name() + "' given " + std::to_string(shape.size()) +
+                                                  " dims, the model's input has " + std::to_string(tt.shape().dim_size()));
       for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i)
         if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != shape[static_cast<size_t>(i)])
-          throw Error("--shape " + in.name() + ": axis " + std::to_string(i) + " is " + std::to_string(shape[static_cast<size_t>(i)]) +
-                      ", the model fixes it to " + std::to_string(tt.shape().dim(i).dim_value()));
+          throw OptionError(Option::InputShape, "input '" + in.name() + "': axis " + std::to_string(i) + " is given as " +
+                                                    std::to_string(shape[static_cast<size_t>(i)]) + ", the model fixes it to " +
+                                                    std::to_string(tt.shape().dim(i).dim_value()));
     } else if (!tt.has_shape()) {
-      unbound.push_back("input '" + in.name() + "': the rank is unknown (use --shape " + in.name() + "=...)");
+      unbound.push_back("input '" + in.name() + "': the rank is unknown (give its shape)");
       continue;
     } else {
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
@@ -318,9 +327,9 @@ void Importer::run(onnx::ModelProto& m) {
   }
   report();  // unsupported inputs first: their dims do not matter
   if (!unbound.empty()) {
-    std::string msg = "the model has dynamic dims that are not bound (use --shape NAME=D0,D1,... or --dim PARAM=N):";
+    std::string msg = "the model has dynamic dims that are not bound (give input shapes or dim parameter values):";
     for (const auto& u : unbound) msg += "\n  " + u;
-    throw Error(msg);
+    throw Error(msg, {Option::InputShape, Option::DimParam});
   }
   for (const auto& t : graph.initializer()) {
     try {
@@ -363,6 +372,8 @@ void Importer::run(onnx::ModelProto& m) {
       // an input comes from a node already reported
     } catch (const Unsupported& e) {
       problems.push_back(where + ": " + e.what());
+      for (Option h : e.hints())
+        if (std::find(hints.begin(), hints.end(), h) == hints.end()) hints.push_back(h);
     } catch (const Error& e) {
       problems.push_back(where + ": " + e.what());
       invalid = true;

@@ -28,15 +28,16 @@ namespace kiln {
 // the importer found is of that kind).
 class UnsupportedModel : public Error {
  public:
-  explicit UnsupportedModel(const std::string& msg) : Error(msg) {}
+  explicit UnsupportedModel(const std::string& msg, std::vector<Option> hints = {})
+      : Error(msg, std::move(hints)) {}
 };
 
 struct OnnxImportOptions {
-  std::map<std::string, Shape> shapes;   // --shape NAME=D0,D1,...
-  std::map<std::string, int64_t> dims;   // --dim PARAM=N
-  // --freeze NAME=FILE.npy: the input becomes a constant with this value (for inputs that must be
-  // known at compile time, such as a Reshape's shape fed by a model input); the package does not
-  // have that input.
+  std::map<std::string, Shape> shapes;   // input shapes by name
+  std::map<std::string, int64_t> dims;   // values of dim parameters
+  // Frozen inputs: each becomes a constant with this value (for inputs that must be known at
+  // compile time, such as a Reshape's shape fed by a model input); the package does not have
+  // that input.
   std::map<std::string, NDArray> frozen;
   bool run_checker = true;
 };

@@ -1,4 +1,4 @@
-#include "compiler/support/npy.h"
+#include "compiler/tensor/npy.h"
 
 #include <cstring>
 #include <fstream>

@@ -1,0 +1,117 @@
+#include "compiler/driver/compile.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "compiler/driver/stages.h"
+#include "compiler/jit/jit.h"
+#include "compiler/package/static_library.h"
+#include "compiler/support/error.h"
+
+namespace kiln {
+
+Artifacts::Artifacts() = default;
+Artifacts::~Artifacts() = default;
+Artifacts::Artifacts(Artifacts&&) noexcept = default;
+Artifacts& Artifacts::operator=(Artifacts&&) noexcept = default;
+
+namespace {
+
+const char* emit_name(Emit e) {
+  switch (e) {
+    case Emit::Plan:
+      return "a plan";
+    case Emit::Jit:
+      return "kernels run in process";
+    case Emit::LlvmIr:
+      return "LLVM IR";
+    case Emit::Assembly:
+      return "assembly";
+    case Emit::Object:
+      return "an object file";
+    case Emit::SharedObject:
+      return "a shared object";
+    case Emit::Package:
+      return "a package";
+    case Emit::StaticLibrary:
+      return "a static library";
+  }
+  return "?";
+}
+
+// Every stage asked for is a stage of this compile.
+void check_dump_stages(const CompileOptions& o) {
+  for (const std::string& name : o.dump_ir) {
+    if (name == "all") continue;
+    const Stage* found = nullptr;
+    for (const Stage& s : stages())
+      if (name == s.name) found = &s;
+    if (!found) {
+      std::string list;
+      for (const std::string& n : stage_names()) list += " " + n;
+      throw OptionError(Option::DumpIr,
+                        "unknown stage '" + name + "' (the stages:" + list + ", or all)");
+    }
+    if (!found->runs_for(o.emit))
+      throw OptionError(Option::DumpIr, "stage '" + name + "' does not run when producing " +
+                                            emit_name(o.emit));
+  }
+}
+
+void run_stages(Artifacts& a, const std::string& model_path, const CompileOptions& o) {
+  check_dump_stages(o);
+  const TargetInfo& target = o.target ? *o.target : TargetInfo::host();
+  if (o.emit == Emit::Jit && !target.runs_here())
+    throw OptionError(Option::Target, "running a model needs the host target, not " +
+                                          target.triple() + " " + target.cpu());
+  if (o.emit == Emit::StaticLibrary) {
+    a.static_prefix = o.static_output;
+    if (a.static_prefix.size() > 2 && a.static_prefix.compare(a.static_prefix.size() - 2, 2, ".a") == 0)
+      a.static_prefix.resize(a.static_prefix.size() - 2);
+    a.static_symbol = static_library_symbol(a.static_prefix);
+  }
+  a.model_sha256 = o.model_sha256;
+  std::ostream& log = o.log ? *o.log : std::cerr;
+  Compilation c{model_path, o, target, log, a};
+  bool dump_all = o.dump_ir.count("all") > 0;
+  for (const Stage& s : stages()) {
+    if (!s.runs_for(o.emit)) continue;
+    {
+      ScopedPass t(o.times, s.name);
+      s.run(c);
+    }
+    if (dump_all || o.dump_ir.count(s.name)) {
+      log << "--- " << s.name << " ---\n";
+      s.dump(c, log);
+    }
+    if (o.verify && s.verify) s.verify(c);
+  }
+}
+
+}  // namespace
+
+Artifacts compile(const std::string& model_path, const CompileOptions& o) {
+  Artifacts a;
+  a.owned_graph = std::make_unique<Graph>();
+  a.graph = a.owned_graph.get();
+  run_stages(a, model_path, o);
+  return a;
+}
+
+Artifacts compile(Graph& g, const CompileOptions& o) {
+  Artifacts a;
+  a.graph = &g;
+  run_stages(a, "", o);
+  return a;
+}
+
+Plan plan_graph(Graph& g, const CompileOptions& o) {
+  CompileOptions plan_only = o;
+  plan_only.emit = Emit::Plan;
+  return compile(g, plan_only).plan;
+}
+
+}  // namespace kiln

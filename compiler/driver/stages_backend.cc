@@ -1,0 +1,255 @@
+// The back end's stages: optimize through package (stages.h).
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <filesystem>
+#include <random>
+
+#include "compiler/codegen/expander.h"
+#include "compiler/codegen/late_lower.h"
+#include "compiler/codegen/linearizer.h"
+#include "compiler/codegen/llvm/link.h"
+#include "compiler/codegen/llvm/module_builder.h"
+#include "compiler/codegen/llvm/static_archive.h"
+#include "compiler/driver/stages.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/verify.h"
+#include "compiler/jit/jit.h"
+#include "compiler/jit/kernel_timer.h"
+#include "compiler/package/package_reader.h"
+#include "compiler/package/package_writer.h"
+#include "compiler/package/static_library.h"
+#include "compiler/support/error.h"
+
+namespace kiln {
+
+namespace {
+
+bool kernels(Emit e) {
+  return e != Emit::Plan;
+}
+bool machine_code(Emit e) {
+  return e != Emit::Plan && e != Emit::LlvmIr;
+}
+bool linked(Emit e) {
+  return e == Emit::SharedObject || e == Emit::Package || e == Emit::StaticLibrary;
+}
+bool packaged(Emit e) {
+  return e == Emit::Package || e == Emit::StaticLibrary;
+}
+
+bool wants_dump(const Compilation& c, const char* stage) {
+  return c.options.dump_ir.count(stage) || c.options.dump_ir.count("all");
+}
+
+// ---- optimize: each kernel's opts (opt/choose_opts.h); task counts into the launches ----
+
+void optimize_run(Compilation& c) {
+  TuningOptions o = c.options.tuning;
+  CandidateTimer timer;
+  if (o.beam > 0 && !o.timer) {
+    timer = jit_candidate_timer(c.target);
+    o.timer = &timer;
+  }
+  if (!o.times) o.times = c.options.times;
+  c.a.optimized = optimize_programs(c.a.plan, c.target, o, &c.a.tuning);
+  set_launch_tasks(c.a.plan, c.a.optimized);
+  c.a.kernels.resize(c.a.plan.programs.size());
+  for (size_t i = 0; i < c.a.kernels.size(); ++i) c.a.kernels[i].name = c.a.plan.programs[i].name;
+}
+void optimize_dump(Compilation& c, std::ostream& os) {
+  for (size_t i = 0; i < c.a.optimized.size(); ++i) {
+    const OptimizedKernel& k = c.a.optimized[i];
+    os << c.a.plan.programs[i].name << " (" << k.ntasks << " tasks;";
+    for (const Opt& o : k.opts) os << " " << o.str();
+    os << "):\n" << print_graph(k.ast);
+  }
+}
+void optimize_verify(const Compilation& c) {
+  for (const OptimizedKernel& k : c.a.optimized) verify(k.ast, IrStage::Kernel);
+}
+
+// ---- expand, late_lower, linearize ----
+
+void expand_run(Compilation& c) {
+  for (size_t i = 0; i < c.a.kernels.size(); ++i)
+    c.a.kernels[i].expanded = expand_kernel(c.a.optimized[i].ast);
+}
+void expand_dump(Compilation& c, std::ostream& os) {
+  for (const LoweredKernel& k : c.a.kernels) os << k.name << ":\n" << print_graph(k.expanded);
+}
+
+void late_lower_run(Compilation& c) {
+  for (LoweredKernel& k : c.a.kernels) k.lowered = late_lower(k.expanded, c.target);
+}
+void late_lower_dump(Compilation& c, std::ostream& os) {
+  for (const LoweredKernel& k : c.a.kernels) os << k.name << ":\n" << print_graph(k.lowered);
+}
+void late_lower_verify(const Compilation& c) {
+  for (const LoweredKernel& k : c.a.kernels) verify(k.lowered, IrStage::Lowered);
+}
+
+void linearize_run(Compilation& c) {
+  for (size_t i = 0; i < c.a.kernels.size(); ++i) {
+    LoweredKernel& k = c.a.kernels[i];
+    k.codegen = codegen_kernel(k.name, c.a.plan.programs[i].ast, k.lowered);
+  }
+}
+void linearize_dump(Compilation& c, std::ostream& os) {
+  for (const LoweredKernel& k : c.a.kernels)
+    os << k.name << " (i" << k.codegen.index_bits << " indices):\n"
+       << print_linear(k.codegen.program);
+}
+
+// ---- llvm_ir, llvm_opt ----
+
+std::vector<CodegenKernel> codegen_kernels(const Compilation& c) {
+  std::vector<CodegenKernel> ck;
+  for (const LoweredKernel& k : c.a.kernels) ck.push_back(k.codegen);
+  return ck;
+}
+
+void llvm_ir_run(Compilation& c) {
+  c.a.llvm_context = std::make_unique<llvm::LLVMContext>();
+  std::vector<CodegenKernel> ck = codegen_kernels(c);
+  if (c.options.emit == Emit::Jit)
+    c.a.module = build_module(*c.a.llvm_context, ck, c.target, ModuleKind::Jit);
+  else if (c.options.emit == Emit::StaticLibrary) {
+    // The id binding the code-less package to this table: from the model's digest (known since
+    // import) and the flags.
+    c.a.static_id = static_kernels_id(c.a.model_sha256, c.options.provenance_flags);
+    c.a.module = build_module(*c.a.llvm_context, ck, c.target, ModuleKind::Static,
+                              c.a.static_symbol + "_kernels", c.a.static_id);
+  } else
+    c.a.module = build_module(*c.a.llvm_context, ck, c.target, ModuleKind::Package);
+}
+void module_dump(Compilation& c, std::ostream& os) {
+  os << module_ir(*c.a.module);
+}
+void module_verify(const Compilation& c) {
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  if (llvm::verifyModule(*c.a.module, &es)) throw InternalError("LLVM module does not verify: " + err);
+}
+
+void llvm_opt_run(Compilation& c) {
+  optimize_module(*c.a.module, c.target);
+  if (c.options.emit == Emit::LlvmIr) c.a.llvm_ir = module_ir(*c.a.module);
+}
+
+// ---- codegen: an object file, or the JIT ----
+
+void codegen_run(Compilation& c) {
+  if (c.options.emit == Emit::Assembly || wants_dump(c, "codegen"))
+    c.a.assembly = emit_assembly(*c.a.module, c.target);
+  if (c.options.emit == Emit::Jit) {
+    auto jit = std::make_unique<JitKernels>(std::move(c.a.llvm_context), std::move(c.a.module),
+                                            codegen_kernels(c), c.target);
+    c.a.jit = std::make_unique<JitProgram>(c.a.plan, std::move(jit));
+    return;
+  }
+  if (c.options.emit != Emit::Assembly) c.a.object = emit_object(*c.a.module, c.target);
+}
+void codegen_dump(Compilation& c, std::ostream& os) {
+  os << c.a.assembly;
+}
+
+// ---- link: the shared object, or the static library's archive ----
+
+void link_run(Compilation& c) {
+  if (c.options.emit == Emit::StaticLibrary) {
+    c.a.archive = static_archive(c.a.static_symbol, c.a.object, nullptr, c.target);
+    return;
+  }
+  c.a.shared_object = link_shared_object(c.a.object, c.target);
+}
+void link_dump(Compilation& c, std::ostream& os) {
+  if (c.options.emit == Emit::StaticLibrary) {
+    os << "static library " << c.a.static_symbol << ".a: " << c.a.archive.size()
+       << " bytes, entry table " << c.a.static_symbol << "_kernels (" << c.a.kernels.size()
+       << " kernels)\n";
+    return;
+  }
+  os << shared_object_symbols(c.a.shared_object);
+}
+void link_verify(const Compilation& c) {
+  if (c.options.emit == Emit::StaticLibrary) return;
+  std::string err = check_shared_object(c.a.shared_object, c.target);
+  if (!err.empty()) throw InternalError("the linked kernels are not freestanding: " + err);
+}
+
+// ---- package ----
+
+// The self-test's data: the given inputs, or seeded random values (floats uniform in [-1, 1];
+// integers and booleans 0, which are valid indices), and this machine's outputs for them.
+SelfTestData make_selftest(const Compilation& c) {
+  const Plan& plan = c.a.plan;
+  std::mt19937_64 rng(0);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  std::map<std::string, NDArray> inputs;
+  SelfTestData st;
+  for (int id : plan.inputs) {
+    const PlanBuffer& b = plan.buffer(id);
+    NDArray arr(b.dtype, b.shape);
+    if (auto it = c.options.inputs.find(b.name); it != c.options.inputs.end()) {
+      arr = it->second;  // (checked against the model after import)
+    } else if (b.dtype.is_float()) {
+      for (int64_t i = 0; i < arr.numel(); ++i) arr.set(i, ConstValue::of_float(uni(rng)));
+    }
+    st.inputs.push_back(arr.bytes());
+    inputs.emplace(b.name, std::move(arr));
+  }
+  TuningOptions host_opts;
+  host_opts.opt_level = c.options.tuning.opt_level;
+  auto outputs = JitProgram(plan, TargetInfo::host(), host_opts).run(*c.a.graph, inputs);
+  for (int id : plan.outputs) st.outputs.push_back(outputs.at(plan.buffer(id).name).bytes());
+  return st;
+}
+
+void package_run(Compilation& c) {
+  std::optional<SelfTestData> selftest;
+  if (c.options.embed_selftest) selftest = make_selftest(c);
+  bool is_static = c.options.emit == Emit::StaticLibrary;
+  PackageProvenance prov{c.options.provenance_flags, c.a.model_sha256};
+  c.a.package = write_package(c.a.plan, *c.a.graph, c.a.shared_object, c.target, prov,
+                              selftest ? &*selftest : nullptr, c.a.static_id);
+  if (!is_static) return;
+  std::string package_file = std::filesystem::path(c.a.static_prefix + ".kiln").filename().string();
+  if (c.options.embed_package)
+    c.a.archive = static_archive(c.a.static_symbol, c.a.object, &c.a.package, c.target);
+  c.a.header = static_library_header(c.a.static_symbol, c.a.kernels.size(),
+                                     c.options.embed_package, package_file);
+}
+void package_dump(Compilation& c, std::ostream& os) {
+  os << describe_package(c.a.package, false);
+}
+void package_verify(const Compilation& c) {
+  describe_package(c.a.package, false);  // the FlatBuffers verifier and the checksum
+}
+
+}  // namespace
+
+std::vector<Stage> back_end_stages() {
+  return {
+      {"optimize", "each kernel's opts, task count and optimized AST", kernels, optimize_run,
+       optimize_dump, optimize_verify},
+      {"expand", "each kernel's AST with vectors and accumulators", kernels, expand_run,
+       expand_dump, nullptr},
+      {"late_lower", "each kernel's AST after the target's rewrites", kernels, late_lower_run,
+       late_lower_dump, late_lower_verify},
+      {"linearize", "each kernel's linear program and index width", kernels, linearize_run,
+       linearize_dump, nullptr},
+      {"llvm_ir", "the LLVM module as built", kernels, llvm_ir_run, module_dump, module_verify},
+      {"llvm_opt", "the LLVM module after optimization", kernels, llvm_opt_run, module_dump,
+       module_verify},
+      {"codegen", "the assembly", machine_code, codegen_run, codegen_dump, nullptr},
+      {"link", "the shared object's sections and exported symbols (or the archive)", linked,
+       link_run, link_dump, link_verify},
+      {"package", "the package's description (as kilnc inspect prints it)", packaged,
+       package_run, package_dump, package_verify},
+  };
+}
+
+}  // namespace kiln

@@ -1,0 +1,37 @@
+#include "compiler/support/file.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "compiler/support/error.h"
+
+namespace kiln {
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot open '" + path + "'");
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const void* data, size_t size) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+    if (!f) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw Error("cannot write '" + path + "'");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error("cannot write '" + path + "': " + ec.message());
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,187 @@
+/* Loader stages: the model's tensors (inputs, outputs and the optional self-test) and the
+ * memory slots, each checked against the tensor it holds. */
+#include <string.h>
+
+#include "package_loader.h"
+
+/* The tensors of vector field |field| of the root: names, dtypes, shapes and sizes. */
+static kiln_status load_tensor_list(kiln_loader* ld, int field, kiln_tensor_desc** out,
+                                    uint32_t* count) {
+  kiln_model* m = ld->m;
+  fbr* R = &ld->r;
+  uint64_t data;
+  uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, field)), 4, &data);
+  KILN_FB_CHECK(R);
+  *out = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_tensor_desc) + 1, 8);
+  if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading tensor descriptions");
+  *count = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t t = fbr_table_at(R, data, i);
+    kiln_tensor_desc* d = &(*out)[i];
+    d->name = fbr_string(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_TENSOR_INFO_NAME)));
+    d->dtype = kiln_fb_u8_field(R, t, KILN_ABI_TENSOR_INFO_DTYPE);
+    uint64_t shape;
+    d->rank = fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_TENSOR_INFO_SHAPE)), 8, &shape);
+    d->slot = kiln_fb_u32_field(R, t, KILN_ABI_TENSOR_INFO_SLOT);
+    KILN_FB_CHECK(R);
+    if (!d->name) return kiln_loader_invalid("a tensor without a name");
+    if (shape % 8 && d->rank) return kiln_loader_invalid("a misaligned shape");
+    d->shape = d->rank ? (const int64_t*)(m->buf + shape) : NULL;
+    if (kiln_dtype_size((kiln_dtype)d->dtype) == 0)
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' has dtype %u", d->name,
+                        d->dtype);
+    uint64_t numel = 1;
+    for (uint32_t k = 0; k < d->rank; ++k)
+      if (d->shape[k] < 0 || kiln_mul_overflow(numel, (uint64_t)d->shape[k], &numel))
+        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' has a bad shape",
+                          d->name);
+    if (kiln_mul_overflow(numel, kiln_dtype_size((kiln_dtype)d->dtype), &d->size_bytes))
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' is too large",
+                        d->name);
+  }
+  return KILN_OK;
+}
+
+/* One list of the self-test: a tensor per input (or output), each exactly the tensor's size. */
+static kiln_status load_selftest_list(kiln_loader* ld, uint64_t st, int field, uint32_t n,
+                                      const kiln_tensor_desc* td, const uint8_t*** out,
+                                      const char* what) {
+  kiln_model* m = ld->m;
+  fbr* R = &ld->r;
+  uint64_t data;
+  uint32_t count = fbr_vector(R, fbr_ref(R, fbr_field(R, st, field)), 4, &data);
+  KILN_FB_CHECK(R);
+  if (count != n)
+    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: the self-test has %u %s for %u",
+                      count, what, n);
+  *out = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(void*) + 8, 8);
+  if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading the self-test");
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t t = fbr_table_at(R, data, i), bytes;
+    uint32_t size =
+        fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_SELFTEST_TENSOR_DATA)), 1, &bytes);
+    KILN_FB_CHECK(R);
+    if (size != td[i].size_bytes)
+      return kiln_error(KILN_INVALID_PACKAGE,
+                        "invalid package: self-test %s %u has %u bytes, '%s' has %llu", what, i,
+                        size, td[i].name, (unsigned long long)td[i].size_bytes);
+    (*out)[i] = m->buf + bytes;
+  }
+  return KILN_OK;
+}
+
+static kiln_status load_selftest(kiln_loader* ld) {
+  kiln_model* m = ld->m;
+  fbr* R = &ld->r;
+  uint64_t st = fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_SELFTEST));
+  KILN_FB_CHECK(R);
+  if (!st) return KILN_OK;
+  KILN_RETURN_IF_ERROR(load_selftest_list(ld, st, KILN_ABI_SELFTEST_INPUTS, m->num_inputs,
+                                          m->inputs, &m->selftest_inputs, "inputs"));
+  KILN_RETURN_IF_ERROR(load_selftest_list(ld, st, KILN_ABI_SELFTEST_OUTPUTS, m->num_outputs,
+                                          m->outputs, &m->selftest_outputs, "outputs"));
+  uint32_t bits = kiln_fb_u32_field(R, st, KILN_ABI_SELFTEST_TOLERANCE);
+  KILN_FB_CHECK(R);
+  float tol;
+  memcpy(&tol, &bits, 4);
+  if (!(tol >= 0.0f && tol <= 1.0f))
+    return kiln_loader_invalid("the self-test tolerance is not in [0, 1]");
+  m->selftest_tolerance = tol;
+  m->has_selftest = 1;
+  return KILN_OK;
+}
+
+kiln_status kiln_load_tensors(kiln_loader* ld) {
+  kiln_model* m = ld->m;
+  KILN_RETURN_IF_ERROR(
+      load_tensor_list(ld, KILN_ABI_PACKAGE_INPUTS, &m->inputs, &m->num_inputs));
+  KILN_RETURN_IF_ERROR(
+      load_tensor_list(ld, KILN_ABI_PACKAGE_OUTPUTS, &m->outputs, &m->num_outputs));
+  return load_selftest(ld);
+}
+
+/* Slot |i|'s place: inside the arena or the constants, or the input/output it names (which
+ * must name it back, with its dtype and size). */
+static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_desc* s,
+                              size_t es) {
+  uint64_t end;
+  switch (s->kind) {
+    case KILN_ABI_SLOT_ARENA:
+      if (kiln_add_overflow(s->offset, s->size, &end) || end > m->arena_size || s->offset % es)
+        return kiln_error(KILN_INVALID_PACKAGE,
+                          "invalid package: slot %u lies outside the arena or is misaligned", i);
+      if (s->first_group > s->last_group)
+        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u has an empty lifetime",
+                          i);
+      return KILN_OK;
+    case KILN_ABI_SLOT_CONSTANT:
+      if (kiln_add_overflow(s->offset, s->size, &end) || end > m->constants_size ||
+          s->offset % es)
+        return kiln_error(KILN_INVALID_PACKAGE,
+                          "invalid package: slot %u lies outside the constants or is misaligned",
+                          i);
+      return KILN_OK;
+    case KILN_ABI_SLOT_INPUT:
+    case KILN_ABI_SLOT_OUTPUT: {
+      int input = s->kind == KILN_ABI_SLOT_INPUT;
+      uint32_t n = input ? m->num_inputs : m->num_outputs;
+      const kiln_tensor_desc* td = input ? m->inputs : m->outputs;
+      if (s->index >= n || td[s->index].slot != i || td[s->index].dtype != s->dtype ||
+          td[s->index].size_bytes != s->size)
+        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u does not match %s %u",
+                          i, input ? "input" : "output", s->index);
+      return KILN_OK;
+    }
+    default:
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u has kind %u", i, s->kind);
+  }
+}
+
+kiln_status kiln_load_slots(kiln_loader* ld) {
+  kiln_model* m = ld->m;
+  fbr* R = &ld->r;
+  m->arena_size = kiln_fb_u64_field(R, ld->root, KILN_ABI_PACKAGE_ARENA_SIZE);
+  m->arena_alignment = kiln_fb_u32_field(R, ld->root, KILN_ABI_PACKAGE_ARENA_ALIGNMENT);
+  KILN_FB_CHECK(R);
+  if (m->arena_alignment == 0 || (m->arena_alignment & (m->arena_alignment - 1)) ||
+      m->arena_alignment > 4096)
+    return kiln_loader_invalid("the arena alignment is not a power of two up to 4096");
+
+  uint64_t sdata;
+  uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_SLOTS)), 4, &sdata);
+  KILN_FB_CHECK(R);
+  m->slots = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_slot_desc) + 1, 8);
+  if (!m->slots) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading slots");
+  m->num_slots = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t t = fbr_table_at(R, sdata, i);
+    kiln_slot_desc* s = &m->slots[i];
+    s->kind = kiln_fb_u8_field(R, t, KILN_ABI_SLOT_KIND);
+    s->index = kiln_fb_u32_field(R, t, KILN_ABI_SLOT_INDEX);
+    s->offset = kiln_fb_u64_field(R, t, KILN_ABI_SLOT_OFFSET);
+    s->size = kiln_fb_u64_field(R, t, KILN_ABI_SLOT_SIZE);
+    s->first_group = kiln_fb_u32_field(R, t, KILN_ABI_SLOT_FIRST_GROUP);
+    s->last_group = kiln_fb_u32_field(R, t, KILN_ABI_SLOT_LAST_GROUP);
+    s->dtype = kiln_fb_u8_field(R, t, KILN_ABI_SLOT_DTYPE);
+    uint64_t numel = kiln_fb_u64_field(R, t, KILN_ABI_SLOT_NUMEL), bytes;
+    KILN_FB_CHECK(R);
+    size_t es = kiln_dtype_size((kiln_dtype)s->dtype);
+    if (!es)
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u has dtype %u", i,
+                        s->dtype);
+    if (kiln_mul_overflow(numel, es, &bytes) || bytes != s->size)
+      return kiln_error(KILN_INVALID_PACKAGE,
+                        "invalid package: slot %u size %llu does not match %llu elements", i,
+                        (unsigned long long)s->size, (unsigned long long)numel);
+    KILN_RETURN_IF_ERROR(check_slot(m, i, s, es));
+  }
+  for (uint32_t i = 0; i < m->num_inputs; ++i)
+    if (m->inputs[i].slot >= n || m->slots[m->inputs[i].slot].kind != KILN_ABI_SLOT_INPUT)
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: input '%s' has no input slot",
+                        m->inputs[i].name);
+  for (uint32_t i = 0; i < m->num_outputs; ++i)
+    if (m->outputs[i].slot >= n || m->slots[m->outputs[i].slot].kind != KILN_ABI_SLOT_OUTPUT)
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: output '%s' has no output slot",
+                        m->outputs[i].name);
+  return KILN_OK;
+}

@@ -1,0 +1,243 @@
+/* kiln_abi.h: the contract between kilnc and libkiln_rt that kiln.fbs cannot express.
+ *
+ * Plain C (C11 and C++20), no dependencies: the compiler includes it to write packages and
+ * kernels, the runtime to read and run them. Anything both sides must agree on and that is not a
+ * FlatBuffers field lives here, once:
+ *   - the package format version the writer stamps and the reader accepts;
+ *   - the kernels' entry table (symbol, magic, version, header layout) and the kernel ABI;
+ *   - the element type numbering (kiln.fbs's DType, kiln.h's kiln_dtype) and element sizes;
+ *   - the slot kinds (kiln.fbs's SlotKind);
+ *   - the CPU features a package may require and how the runtime detects each one;
+ *   - the field numbers of kiln.fbs's tables, for the runtime's reader (the compiler
+ *     static_asserts them against flatc's generated code: compiler/package/schema_abi.cc);
+ *   - the checksums: one CRC-32C and the rule for the metadata checksum (kiln_abi.c).
+ * Values here are part of the format: never renumber, only append. */
+#ifndef KILN_SCHEMA_KILN_ABI_H_
+#define KILN_SCHEMA_KILN_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- package format version (Provenance.format_major / format_minor) ---- */
+
+#define KILN_ABI_FORMAT_MAJOR 1u /* readers refuse other majors */
+#define KILN_ABI_FORMAT_MINOR 1u /* 1.1: the optional self-test and static-library packages */
+
+/* ---- the kernels' entry table ----
+ * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
+ * library (kilnc --emit static-lib -o NAME) exports it as NAME_kernels. Both are laid out as
+ *   struct { kiln_abi_entry_table_header header; kiln_abi_kernel_fn entries[header.count]; }
+ * with the entries at byte offset KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET. `id` is 0 in a shared
+ * object and the package's static_kernels_id in a static library. */
+#define KILN_ABI_ENTRY_TABLE_SYMBOL "kiln_kernels_v1"
+#define KILN_ABI_ENTRY_TABLE_MAGIC 0x4E4C494Bu /* "KILN", little-endian */
+#define KILN_ABI_ENTRY_TABLE_VERSION 1u
+#define KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET 16u
+/* The header's fields as C declarations, for the header kilnc writes next to a static library. */
+#define KILN_ABI_ENTRY_TABLE_HEADER_DECL "uint32_t magic, version, count, id;"
+
+typedef struct kiln_abi_entry_table_header {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t count;
+  uint32_t id;
+} kiln_abi_entry_table_header;
+
+/* The kernel ABI: |args| are the buffer pointers in the kernel's argument order, |vars| the
+ * bound symbolic values; a kernel split into |ntasks| tasks computes only its share for |task|. */
+typedef void (*kiln_abi_kernel_fn)(void* const* args, const int64_t* vars, uint32_t task,
+                                   uint32_t ntasks);
+
+/* ---- element types (kiln.fbs DType, kiln.h kiln_dtype) ---- */
+
+enum {
+  KILN_ABI_DTYPE_BOOL = 0,
+  KILN_ABI_DTYPE_INT8 = 1,
+  KILN_ABI_DTYPE_INT16 = 2,
+  KILN_ABI_DTYPE_INT32 = 3,
+  KILN_ABI_DTYPE_INT64 = 4,
+  KILN_ABI_DTYPE_UINT8 = 5,
+  KILN_ABI_DTYPE_UINT16 = 6,
+  KILN_ABI_DTYPE_UINT32 = 7,
+  KILN_ABI_DTYPE_UINT64 = 8,
+  KILN_ABI_DTYPE_FLOAT16 = 9,
+  KILN_ABI_DTYPE_BFLOAT16 = 10,
+  KILN_ABI_DTYPE_FLOAT32 = 11,
+  KILN_ABI_DTYPE_FLOAT64 = 12,
+  KILN_ABI_DTYPE_COUNT = 13
+};
+
+/* Bytes per element, indexed by dtype; and the names kiln.h and the compiler print. */
+#define KILN_ABI_DTYPE_SIZES {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8}
+#define KILN_ABI_DTYPE_NAMES                                                                    \
+  {"bool",   "int8",   "int16",   "int32",    "int64",   "uint8",  "uint16",                    \
+   "uint32", "uint64", "float16", "bfloat16", "float32", "float64"}
+
+/* ---- slot kinds (kiln.fbs SlotKind) ---- */
+
+enum {
+  KILN_ABI_SLOT_ARENA = 0,
+  KILN_ABI_SLOT_CONSTANT = 1,
+  KILN_ABI_SLOT_INPUT = 2,
+  KILN_ABI_SLOT_OUTPUT = 3
+};
+
+/* ---- CPU features a package may require (Target.required_features) ----
+ * Names are LLVM's. The compiler records the target's features that appear here; the runtime
+ * refuses a package naming a feature it cannot detect. Detection is by feature bits, never by
+ * model number.
+ *
+ * x86-64: X(name, cpuid leaf, subleaf, register, bit, state) where register is 0 eax, 1 ebx,
+ * 2 ecx, 3 edx and state is the register state the OS must enable (XCR0): 0 none, 1 AVX (bits 1
+ * and 2), 2 AVX-512 (bits 1, 2, 5, 6 and 7). */
+#define KILN_ABI_X86_FEATURES(X)        \
+  X("sse3", 1, 0, 2, 0, 0)              \
+  X("ssse3", 1, 0, 2, 9, 0)             \
+  X("fma", 1, 0, 2, 12, 1)              \
+  X("sse4.1", 1, 0, 2, 19, 0)           \
+  X("sse4.2", 1, 0, 2, 20, 0)           \
+  X("movbe", 1, 0, 2, 22, 0)            \
+  X("popcnt", 1, 0, 2, 23, 0)           \
+  X("avx", 1, 0, 2, 28, 1)              \
+  X("f16c", 1, 0, 2, 29, 1)             \
+  X("bmi", 7, 0, 1, 3, 0)               \
+  X("avx2", 7, 0, 1, 5, 1)              \
+  X("bmi2", 7, 0, 1, 8, 0)              \
+  X("avx512f", 7, 0, 1, 16, 2)          \
+  X("avx512dq", 7, 0, 1, 17, 2)         \
+  X("avx512cd", 7, 0, 1, 28, 2)         \
+  X("avx512bw", 7, 0, 1, 30, 2)         \
+  X("avx512vl", 7, 0, 1, 31, 2)         \
+  X("avx512vnni", 7, 0, 2, 11, 2)       \
+  X("avx512fp16", 7, 0, 3, 23, 2)       \
+  X("avxvnni", 7, 1, 0, 4, 1)           \
+  X("avx512bf16", 7, 1, 0, 5, 2)        \
+  X("lzcnt", 0x80000001, 0, 2, 5, 0)
+
+/* AArch64 Linux: X(name, hwcap word (0 AT_HWCAP, 1 AT_HWCAP2), bit). */
+#define KILN_ABI_AARCH64_FEATURES(X) \
+  X("neon", 0, 1)                    \
+  X("crc", 0, 7)                     \
+  X("lse", 0, 8)                     \
+  X("fullfp16", 0, 10)               \
+  X("rdm", 0, 12)                    \
+  X("rcpc", 0, 15)                   \
+  X("dotprod", 0, 20)                \
+  X("sve", 0, 22)                    \
+  X("i8mm", 1, 13)                   \
+  X("bf16", 1, 14)
+
+/* ---- field numbers of kiln.fbs's tables (declaration order, from 0) ----
+ * The runtime reads the package with its own bounds-checked reader (runtime/src/fb_reader.h)
+ * by these numbers; compiler/package/schema_abi.cc checks each against flatc's VT_ offsets. */
+enum {
+  KILN_ABI_PACKAGE_PROVENANCE,
+  KILN_ABI_PACKAGE_TARGET,
+  KILN_ABI_PACKAGE_INPUTS,
+  KILN_ABI_PACKAGE_OUTPUTS,
+  KILN_ABI_PACKAGE_KERNELS,
+  KILN_ABI_PACKAGE_CODE,
+  KILN_ABI_PACKAGE_CONSTANTS,
+  KILN_ABI_PACKAGE_SLOTS,
+  KILN_ABI_PACKAGE_ARENA_SIZE,
+  KILN_ABI_PACKAGE_ARENA_ALIGNMENT,
+  KILN_ABI_PACKAGE_ARENA_LOWER_BOUND,
+  KILN_ABI_PACKAGE_GROUPS,
+  KILN_ABI_PACKAGE_SECTIONS,
+  KILN_ABI_PACKAGE_METADATA_CRC32C,
+  KILN_ABI_PACKAGE_SELFTEST,
+  KILN_ABI_PACKAGE_STATIC_KERNELS_ID,
+  KILN_ABI_PACKAGE_FIELD_COUNT
+};
+enum {
+  KILN_ABI_PROVENANCE_FORMAT_MAJOR,
+  KILN_ABI_PROVENANCE_FORMAT_MINOR,
+  KILN_ABI_PROVENANCE_PRODUCER,
+  KILN_ABI_PROVENANCE_FLAGS,
+  KILN_ABI_PROVENANCE_MODEL_SHA256,
+  KILN_ABI_PROVENANCE_FIELD_COUNT
+};
+enum {
+  KILN_ABI_TARGET_TRIPLE,
+  KILN_ABI_TARGET_CPU,
+  KILN_ABI_TARGET_REQUIRED_FEATURES,
+  KILN_ABI_TARGET_FIELD_COUNT
+};
+enum {
+  KILN_ABI_TENSOR_INFO_NAME,
+  KILN_ABI_TENSOR_INFO_DTYPE,
+  KILN_ABI_TENSOR_INFO_SHAPE,
+  KILN_ABI_TENSOR_INFO_SLOT,
+  KILN_ABI_TENSOR_INFO_FIELD_COUNT
+};
+enum {
+  KILN_ABI_KERNEL_NAME,
+  KILN_ABI_KERNEL_ENTRY,
+  KILN_ABI_KERNEL_NUM_ARGS,
+  KILN_ABI_KERNEL_ARG_DTYPES,
+  KILN_ABI_KERNEL_FIELD_COUNT
+};
+enum {
+  KILN_ABI_SLOT_KIND,
+  KILN_ABI_SLOT_INDEX,
+  KILN_ABI_SLOT_OFFSET,
+  KILN_ABI_SLOT_SIZE,
+  KILN_ABI_SLOT_FIRST_GROUP,
+  KILN_ABI_SLOT_LAST_GROUP,
+  KILN_ABI_SLOT_DTYPE,
+  KILN_ABI_SLOT_NUMEL,
+  KILN_ABI_SLOT_FIELD_COUNT
+};
+enum {
+  KILN_ABI_LAUNCH_KERNEL,
+  KILN_ABI_LAUNCH_ARGS,
+  KILN_ABI_LAUNCH_NTASKS,
+  KILN_ABI_LAUNCH_FIELD_COUNT
+};
+enum { KILN_ABI_GROUP_LAUNCHES, KILN_ABI_GROUP_FIELD_COUNT };
+enum {
+  KILN_ABI_SECTION_NAME,
+  KILN_ABI_SECTION_CRC32C,
+  KILN_ABI_SECTION_SIZE,
+  KILN_ABI_SECTION_FIELD_COUNT
+};
+enum {
+  KILN_ABI_SELFTEST_INPUTS,
+  KILN_ABI_SELFTEST_OUTPUTS,
+  KILN_ABI_SELFTEST_TOLERANCE,
+  KILN_ABI_SELFTEST_FIELD_COUNT
+};
+enum { KILN_ABI_SELFTEST_TENSOR_DATA, KILN_ABI_SELFTEST_TENSOR_FIELD_COUNT };
+
+/* The byte offset of field |index| in a FlatBuffers vtable (flatc's VT_ constants). */
+#define KILN_ABI_VTABLE_OFFSET(index) (4 + 2 * (index))
+
+/* ---- checksums ---- */
+
+/* CRC-32C (Castagnoli), continued: kiln_abi_crc32c(kiln_abi_crc32c(0, a), b) is the CRC of a
+ * followed by b. Portable code (slicing by 8); |use_hardware| nonzero uses the SSE4.2 or ARMv8
+ * CRC instructions, which the caller must know the CPU has. */
+uint32_t kiln_abi_crc32c(uint32_t crc, const void* data, size_t len, int use_hardware);
+
+/* The metadata checksum (Package.metadata_crc32c): CRC-32C of the whole buffer with the code and
+ * constants payloads skipped (their sections have their own checksums) and the checksum field's
+ * four bytes read as zero. |code| and |constants| are the payloads' byte ranges (size 0: absent),
+ * |crc_field| the position of the checksum field. Returns 0 and the checksum in *|out_crc|, or
+ * -1 if a region lies outside the buffer or two regions overlap. */
+typedef struct kiln_abi_region {
+  uint64_t offset;
+  uint64_t size;
+} kiln_abi_region;
+int kiln_abi_metadata_crc32c(const uint8_t* buf, size_t size, kiln_abi_region code,
+                             kiln_abi_region constants, uint64_t crc_field, int use_hardware,
+                             uint32_t* out_crc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_SCHEMA_KILN_ABI_H_ */

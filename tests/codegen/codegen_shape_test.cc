@@ -1,0 +1,145 @@
+// The shape of the code kiln generates, for named CPUs: an AVX2 CPU (znver3) and an AVX-512 CPU
+// (sapphirerapids), compiled to IR and assembly and inspected, never executed, so these pass on
+// any host. (Tests that execute code use the host and check values.)
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "compiler/driver/compile.h"
+#include "compiler/opt/heuristics.h"
+#include "compiler/target/target_info.h"
+#include "compiler/tensor/linalg.h"
+#include "compiler/tensor/nn.h"
+#include "compiler/tensor/tensor.h"
+
+namespace kiln {
+namespace {
+
+struct Cpu {
+  const char* name;
+  int vector_bytes;
+  const char* vector_register;  // the register class of a full-width vector
+};
+const Cpu kCpus[] = {{"znver3", 32, "%ymm"}, {"sapphirerapids", 64, "%zmm"}};
+
+const TargetInfo& target(const Cpu& c) {
+  static std::map<std::string, TargetInfo> cache;
+  auto it = cache.find(c.name);
+  if (it == cache.end())
+    it = cache.emplace(c.name, TargetInfo::create({"x86_64-linux-gnu", c.name})).first;
+  return it->second;
+}
+
+Artifacts assembly_for(Graph& g, const Cpu& c, OptLevel level = OptLevel::Tiles) {
+  CompileOptions o;
+  o.emit = Emit::Assembly;
+  o.target = &target(c);
+  o.tuning.opt_level = level;
+  return compile(g, o);
+}
+
+int count_matches(const std::string& text, const std::string& re) {
+  std::regex r(re);
+  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), r),
+                                        std::sregex_iterator()));
+}
+
+TEST(CodegenShape, TheTargetDescriptionNamesTheCpusFacts) {
+  const TargetInfo& avx2 = target(kCpus[0]);
+  const TargetInfo& avx512 = target(kCpus[1]);
+  EXPECT_EQ(avx2.vector_bytes(), 32);
+  EXPECT_EQ(avx2.vector_registers(), 16);
+  EXPECT_EQ(avx512.vector_bytes(), 64);
+  EXPECT_EQ(avx512.vector_registers(), 32);
+  EXPECT_TRUE(avx2.masked_vectors() && avx512.masked_vectors());
+  EXPECT_EQ(avx2.dot_product(), DotProduct::None);
+  EXPECT_EQ(avx512.dot_product(), DotProduct::Avx512Vnni);
+  EXPECT_TRUE(avx512.native_bf16());
+  TargetInfo arm = TargetInfo::create({"aarch64-linux-gnu", "neoverse-n1"});
+  EXPECT_EQ(arm.dot_product(), DotProduct::ArmDot);
+  EXPECT_FALSE(arm.masked_vectors());
+  // The package's required features are the checkable ones (schema/kiln_abi.h).
+  std::vector<std::string> req = avx512.required_features();
+  EXPECT_NE(std::find(req.begin(), req.end(), "avx512f"), req.end());
+  EXPECT_EQ(std::find(req.begin(), req.end(), "64bit"), req.end());
+}
+
+// A contraction's register tile fills full-width vectors of the target: FMAs on ymm for AVX2, on
+// zmm for AVX-512, and never wider than the target has.
+TEST(CodegenShape, RegisterTilesUseTheTargetsVectors) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    Tensor a = Tensor::input(g, "a", dtypes::float32, {64, 96});
+    Tensor b = Tensor::input(g, "b", dtypes::float32, {96, 128});
+    g.add_output("y", matmul(a, b).uop());
+    std::string s = assembly_for(g, c).assembly;
+    EXPECT_GE(count_matches(s, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register), 8)
+        << c.name;
+    if (c.vector_bytes == 32) {
+      EXPECT_EQ(count_matches(s, "%zmm"), 0) << c.name;
+    }
+  }
+}
+
+// Lane axes that take no good divisor (a 114-wide padded row, a depthwise convolution's 14-wide
+// map) are padded to a whole vector; the last group's lanes are masked: stores gated by a vector
+// of lane gates in the IR, masked moves in the assembly (vmaskmovps on AVX2, a mask register on
+// AVX-512). The AVX-512 tile's 16 lanes cover the 14-wide map in one group, so only the padded
+// row's store is masked there.
+TEST(CodegenShape, PaddedLaneAxesMaskTheirLastGroup) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 14, 14});
+    Tensor dw = Tensor::input(g, "dw", dtypes::float32, {8, 1, 3, 3});
+    g.add_output("depthwise", conv(x, dw, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 8}).uop());
+    Tensor big = Tensor::input(g, "big", dtypes::float32, {3, 112, 112});
+    g.add_output("padded", big.pad({{0, 0}, {1, 1}, {1, 1}}, 0.0).exp().uop());
+    Artifacts a = assembly_for(g, c);
+    int masked_stores = 0;
+    for (const LoweredKernel& k : a.kernels)
+      for (const UOp* u : k.lowered->toposort())
+        if (u->op == Op::STORE && u->src[0]->src[1]->op == Op::WHERE &&
+            u->src[0]->src[1]->src[0]->dtype.lanes > 1)
+          ++masked_stores;
+    EXPECT_GE(masked_stores, c.vector_bytes == 32 ? 2 : 1) << c.name;
+    if (c.vector_bytes == 32) {
+      EXPECT_GE(count_matches(a.assembly, "vmaskmovps"), 2) << c.name;
+    } else {
+      EXPECT_GE(count_matches(a.assembly, "vmovups[^\n]*\\{%k[1-7]\\}"), 1) << c.name;
+    }
+  }
+}
+
+// The optimization levels mean different code: 0 scalar loops in one task, 1 vectors and tasks
+// without register tiles or unrolls, 2 register tiles with the reduction unrolled.
+TEST(CodegenShape, OptLevelsDiffer) {
+  for (const Cpu& c : kCpus) {
+    std::vector<std::vector<Opt>> opts;
+    for (OptLevel level : {OptLevel::None, OptLevel::Vectors, OptLevel::Tiles}) {
+      Graph g;
+      Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 28, 28});
+      Tensor w = Tensor::input(g, "w", dtypes::float32, {64, 32, 3, 3});
+      g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
+      Artifacts a = assembly_for(g, c, level);
+      // The convolution (its padded input is a kernel of its own).
+      auto conv_kernel = std::find_if(a.optimized.begin(), a.optimized.end(),
+                                      [](const OptimizedKernel& k) { return is_contraction_kernel(k.ast); });
+      ASSERT_NE(conv_kernel, a.optimized.end());
+      opts.push_back(conv_kernel->opts);
+    }
+    auto has = [](const std::vector<Opt>& v, OptKind k) {
+      return std::any_of(v.begin(), v.end(), [&](const Opt& o) { return o.kind == k; });
+    };
+    EXPECT_TRUE(opts[0].empty()) << c.name;
+    EXPECT_TRUE(has(opts[1], OptKind::Upcast) && has(opts[1], OptKind::Parallel)) << c.name;
+    EXPECT_FALSE(has(opts[1], OptKind::Unroll)) << c.name;
+    EXPECT_TRUE(has(opts[2], OptKind::Unroll)) << c.name;
+    int upcasts1 = 0, upcasts2 = 0;
+    for (const Opt& o : opts[1]) upcasts1 += o.kind == OptKind::Upcast;
+    for (const Opt& o : opts[2]) upcasts2 += o.kind == OptKind::Upcast;
+    EXPECT_GT(upcasts2, upcasts1) << c.name << ": level 2's register tile has broadcast axes";
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,192 @@
+#include "tools/kilnc/args.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "compiler/driver/stages.h"
+#include "compiler/tensor/npy.h"
+
+namespace kilnc {
+
+std::string usage() {
+  std::string stages;
+  for (const std::string& s : kiln::stage_names()) stages += (stages.empty() ? "" : ", ") + s;
+  return "usage: kilnc COMMAND MODEL [options]\n\n"
+         "commands:\n"
+         "  plan MODEL          plan the model and print the plan summary\n"
+         "  run MODEL           compile in memory (JIT) and run: --input NAME=FILE.npy ... "
+         "--output-dir DIR\n"
+         "  compile MODEL -o OUT.kiln [--emit KIND]\n"
+         "                      write the package (default), or static-lib, llvm-ir, asm,\n"
+         "                      object, shared-object\n"
+         "  inspect PACKAGE     describe a package (--json for one JSON object)\n\n"
+         "options:\n"
+         "  --shape NAME=D0,D1,...   input shape (repeatable)\n"
+         "  --dim PARAM=N            bind an ONNX dim parameter (e.g. batch=1) on every input\n"
+         "  --freeze NAME=FILE.npy   make an ONNX input a constant (inputs that must be known at\n"
+         "                           compile time, e.g. a Reshape's shape); the package lacks it\n"
+         "  --json                   plan, inspect: print one JSON object\n"
+         "  --target TRIPLE          x86_64-linux-gnu, aarch64-linux-gnu (default: the host)\n"
+         "  --cpu NAME               CPU for the target (default: the host CPU, or generic)\n"
+         "  --opt-level N            0: no kernel optimizations (scalar loops); 1: vectors and\n"
+         "                           tasks; 2: register tiles and unrolls (default)\n"
+         "  --input NAME=FILE.npy    run, --embed-selftest: a value for an input (repeatable)\n"
+         "  --output-dir DIR         run: where outputs are written as NAME.npy\n"
+         "  --dump-ir=STAGE[,...]    print the IR after stages: " + stages + ", all\n"
+         "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
+         "kiln-dump)\n"
+         "  --explain-fusion         log every fusion decision\n"
+         "  --embed-data             --emit static-lib: put the package in the archive as a C array\n"
+         "  --embed-selftest         compile: store inputs (--input files, or seeded random values)\n"
+         "                           and this machine's outputs for kiln_model_selftest / kiln-run "
+         "--selftest\n"
+         "  --beam N                 tune contraction kernels: time candidates on this machine,\n"
+         "                           keep the N fastest tiles per round (host target only)\n"
+         "  --tuning-cache PATH      reuse (and, with --beam, extend) tuning results kept in PATH\n"
+         "  --time-passes            print the wall time of every stage at the end\n"
+         "  --quiet                  no progress lines (printed once a compile runs over 2 s)\n";
+}
+
+// How kilnc spells each compile option (the library names them in neutral words).
+const char* flag_for(kiln::Option o) {
+  using kiln::Option;
+  switch (o) {
+    case Option::InputShape: return "--shape NAME=D0,D1,...";
+    case Option::DimParam: return "--dim PARAM=N";
+    case Option::Freeze: return "--freeze NAME=FILE.npy";
+    case Option::Target: return "--target";
+    case Option::Cpu: return "--cpu";
+    case Option::Beam: return "--beam";
+    case Option::TuningCache: return "--tuning-cache PATH";
+    case Option::Input: return "--input";
+    case Option::DumpIr: return "--dump-ir";
+  }
+  return "?";
+}
+
+
+namespace {
+
+kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
+  kiln::Shape dims;
+  std::stringstream ss(s);
+  for (std::string tok; std::getline(ss, tok, ',');) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(tok, &used);
+      if (used != tok.size() || v < 0) throw std::invalid_argument(tok);
+      dims.push_back(v);
+    } catch (const std::exception&) {
+      throw UsageError(flag + ": '" + tok + "' is not a dimension");
+    }
+  }
+  return dims;
+}
+
+int64_t parse_int(const std::string& s, const std::string& flag, int64_t lo, int64_t hi) {
+  kiln::Shape n = parse_dims(s, flag);
+  if (n.size() != 1 || n[0] < lo || n[0] > hi)
+    throw UsageError(flag + " wants a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return n[0];
+}
+
+std::pair<std::string, std::string> name_value(const std::string& v, const std::string& flag) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0) throw UsageError(flag + " wants NAME=VALUE, got '" + v + "'");
+  return {v.substr(0, eq), v.substr(eq + 1)};
+}
+
+kiln::NDArray read_array(const std::string& file) {
+  kiln::NpyArray arr = kiln::read_npy(file);
+  return kiln::NDArray(arr.dtype, arr.shape, std::move(arr.data));
+}
+
+}  // namespace
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  kiln::CompileOptions& c = a.compile;
+  std::vector<std::string> pos;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto is = [&](const std::string& flag) { return s == flag || s.rfind(flag + "=", 0) == 0; };
+    auto value = [&](const std::string& flag) -> std::string {
+      if (s.size() > flag.size() && s[flag.size()] == '=') return s.substr(flag.size() + 1);
+      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+      return argv[++i];
+    };
+    if (is("--shape")) {
+      auto [n, v] = name_value(value("--shape"), "--shape");
+      c.model.shapes[n] = parse_dims(v, "--shape");
+    } else if (is("--dim")) {
+      auto [n, v] = name_value(value("--dim"), "--dim");
+      c.model.dims[n] = parse_int(v, "--dim", 0, INT64_MAX);
+    } else if (is("--freeze")) {
+      auto [n, file] = name_value(value("--freeze"), "--freeze");
+      c.model.frozen.emplace(n, read_array(file));
+      a.frozen_flags.push_back("--freeze=" + n + "=" + file);
+    } else if (is("--dump-ir")) {
+      std::stringstream ss(value("--dump-ir"));
+      for (std::string st; std::getline(ss, st, ',');) c.dump_ir.insert(st);
+    } else if (is("--beam")) {
+      c.tuning.beam = static_cast<int>(parse_int(value("--beam"), "--beam", 1, 64));
+    } else if (is("--opt-level")) {
+      a.opt_level = static_cast<int>(parse_int(value("--opt-level"), "--opt-level", 0, 2));
+    } else if (s == "-o" || is("--output")) {
+      a.output = s == "-o" ? (i + 1 < argc ? argv[++i] : throw UsageError("-o needs a value")) : value("--output");
+    } else if (is("--emit")) {
+      a.emit = value("--emit");
+    } else if (is("--input")) {
+      a.inputs.push_back(name_value(value("--input"), "--input"));
+    } else if (is("--tuning-cache")) a.tuning_cache = value("--tuning-cache");
+    else if (is("--dump-dir")) a.dump_dir = value("--dump-dir");
+    else if (is("--target")) a.target.triple = value("--target");
+    else if (is("--cpu")) a.target.cpu = value("--cpu");
+    else if (is("--output-dir")) a.output_dir = value("--output-dir");
+    else if (s == "--json") a.json = true;
+    else if (s == "--embed-selftest") c.embed_selftest = true;
+    else if (s == "--embed-data") c.embed_package = true;
+    else if (s == "--time-passes") a.time_passes = true;
+    else if (s == "--quiet") a.quiet = true;
+    else if (s == "--explain-fusion") c.explain_fusion = true;
+    else if (s == "-h" || s == "--help") {
+      std::cout << usage();
+      std::exit(0);
+    } else if (!s.empty() && s[0] == '-') {
+      throw UsageError("unknown option '" + s + "'");
+    } else {
+      pos.push_back(s);
+    }
+  }
+  if (pos.empty()) throw UsageError("missing command");
+  a.command = pos[0];
+  if (a.command != "plan" && a.command != "run" && a.command != "compile" && a.command != "inspect")
+    throw UsageError("unknown command '" + a.command + "'");
+  if (pos.size() != 2) throw UsageError(a.command + " takes one MODEL");
+  a.model = pos[1];
+  static const std::vector<std::pair<std::string, kiln::Emit>> kinds = {
+      {"package", kiln::Emit::Package},  {"static-lib", kiln::Emit::StaticLibrary},
+      {"llvm-ir", kiln::Emit::LlvmIr},   {"asm", kiln::Emit::Assembly},
+      {"object", kiln::Emit::Object},    {"shared-object", kiln::Emit::SharedObject}};
+  auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == a.emit; });
+  if (kind == kinds.end())
+    throw UsageError("--emit wants package, static-lib, llvm-ir, asm, object or shared-object, got '" + a.emit + "'");
+  c.emit = a.command == "plan" ? kiln::Emit::Plan : a.command == "run" ? kiln::Emit::Jit : kind->second;
+  if (a.command == "compile" && a.output.empty()) throw UsageError("compile needs -o OUT");
+  if (a.command == "run" && a.output_dir.empty()) throw UsageError("run needs --output-dir DIR");
+  if (c.embed_selftest && c.emit != kiln::Emit::Package && c.emit != kiln::Emit::StaticLibrary)
+    throw UsageError("--embed-selftest goes with compile --emit package or static-lib");
+  if (c.embed_package && c.emit != kiln::Emit::StaticLibrary) throw UsageError("--embed-data goes with --emit static-lib");
+  if (a.command == "compile" && !a.inputs.empty() && !c.embed_selftest)
+    throw UsageError("compile takes --input files only for --embed-selftest");
+  if (a.opt_level == 0 && (c.tuning.beam > 0 || !a.tuning_cache.empty()))
+    throw UsageError("--beam and --tuning-cache need --opt-level above 0");
+  c.tuning.opt_level = static_cast<kiln::OptLevel>(a.opt_level);
+  c.dump_dir = a.dump_dir;
+  c.static_output = a.output;
+  return a;
+}
+
+}  // namespace kilnc

@@ -1,0 +1,36 @@
+// kilnc's arguments: the usage text, parsing into CompileOptions, and how each compile option
+// is spelled on the command line.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/driver/compile.h"
+#include "compiler/support/error.h"
+
+namespace kilnc {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Args {
+  std::string command, model, output, emit = "package", output_dir, tuning_cache;
+  std::string dump_dir = "kiln-dump";
+  kiln::CompileOptions compile;
+  kiln::TargetOptions target;
+  int opt_level = 2;
+  bool json = false, time_passes = false, quiet = false;
+  std::vector<std::pair<std::string, std::string>> inputs;  // NAME, FILE.npy
+  std::vector<std::string> frozen_flags;                     // as given, for the provenance
+};
+
+std::string usage();
+// Throws UsageError for what the command line itself gets wrong; exits after --help.
+Args parse_args(int argc, char** argv);
+// How kilnc spells a compile option (the library names them in neutral words).
+const char* flag_for(kiln::Option o);
+
+}  // namespace kilnc
