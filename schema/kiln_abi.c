@@ -36,8 +36,7 @@ static uint32_t crc_soft(uint32_t crc, const uint8_t* p, size_t n) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t* p,
-                                                           size_t n) {
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t* p, size_t n) {
   uint64_t c = crc;
   while (n >= 8) {
     uint64_t v;

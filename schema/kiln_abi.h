@@ -73,8 +73,8 @@ enum {
 
 /* Bytes per element, indexed by dtype; and the names kiln.h and the compiler print. */
 #define KILN_ABI_DTYPE_SIZES {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8}
-#define KILN_ABI_DTYPE_NAMES                                                                    \
-  {"bool",   "int8",   "int16",   "int32",    "int64",   "uint8",  "uint16",                    \
+#define KILN_ABI_DTYPE_NAMES                                                 \
+  {"bool",   "int8",   "int16",   "int32",    "int64",   "uint8",  "uint16", \
    "uint32", "uint64", "float16", "bfloat16", "float32", "float64"}
 
 /* ---- slot kinds (kiln.fbs SlotKind) ---- */
@@ -94,28 +94,28 @@ enum {
  * x86-64: X(name, cpuid leaf, subleaf, register, bit, state) where register is 0 eax, 1 ebx,
  * 2 ecx, 3 edx and state is the register state the OS must enable (XCR0): 0 none, 1 AVX (bits 1
  * and 2), 2 AVX-512 (bits 1, 2, 5, 6 and 7). */
-#define KILN_ABI_X86_FEATURES(X)        \
-  X("sse3", 1, 0, 2, 0, 0)              \
-  X("ssse3", 1, 0, 2, 9, 0)             \
-  X("fma", 1, 0, 2, 12, 1)              \
-  X("sse4.1", 1, 0, 2, 19, 0)           \
-  X("sse4.2", 1, 0, 2, 20, 0)           \
-  X("movbe", 1, 0, 2, 22, 0)            \
-  X("popcnt", 1, 0, 2, 23, 0)           \
-  X("avx", 1, 0, 2, 28, 1)              \
-  X("f16c", 1, 0, 2, 29, 1)             \
-  X("bmi", 7, 0, 1, 3, 0)               \
-  X("avx2", 7, 0, 1, 5, 1)              \
-  X("bmi2", 7, 0, 1, 8, 0)              \
-  X("avx512f", 7, 0, 1, 16, 2)          \
-  X("avx512dq", 7, 0, 1, 17, 2)         \
-  X("avx512cd", 7, 0, 1, 28, 2)         \
-  X("avx512bw", 7, 0, 1, 30, 2)         \
-  X("avx512vl", 7, 0, 1, 31, 2)         \
-  X("avx512vnni", 7, 0, 2, 11, 2)       \
-  X("avx512fp16", 7, 0, 3, 23, 2)       \
-  X("avxvnni", 7, 1, 0, 4, 1)           \
-  X("avx512bf16", 7, 1, 0, 5, 2)        \
+#define KILN_ABI_X86_FEATURES(X)  \
+  X("sse3", 1, 0, 2, 0, 0)        \
+  X("ssse3", 1, 0, 2, 9, 0)       \
+  X("fma", 1, 0, 2, 12, 1)        \
+  X("sse4.1", 1, 0, 2, 19, 0)     \
+  X("sse4.2", 1, 0, 2, 20, 0)     \
+  X("movbe", 1, 0, 2, 22, 0)      \
+  X("popcnt", 1, 0, 2, 23, 0)     \
+  X("avx", 1, 0, 2, 28, 1)        \
+  X("f16c", 1, 0, 2, 29, 1)       \
+  X("bmi", 7, 0, 1, 3, 0)         \
+  X("avx2", 7, 0, 1, 5, 1)        \
+  X("bmi2", 7, 0, 1, 8, 0)        \
+  X("avx512f", 7, 0, 1, 16, 2)    \
+  X("avx512dq", 7, 0, 1, 17, 2)   \
+  X("avx512cd", 7, 0, 1, 28, 2)   \
+  X("avx512bw", 7, 0, 1, 30, 2)   \
+  X("avx512vl", 7, 0, 1, 31, 2)   \
+  X("avx512vnni", 7, 0, 2, 11, 2) \
+  X("avx512fp16", 7, 0, 3, 23, 2) \
+  X("avxvnni", 7, 1, 0, 4, 1)     \
+  X("avx512bf16", 7, 1, 0, 5, 2)  \
   X("lzcnt", 0x80000001, 0, 2, 5, 0)
 
 /* AArch64 Linux: X(name, hwcap word (0 AT_HWCAP, 1 AT_HWCAP2), bit). */

@@ -302,13 +302,15 @@ class Expander {
       }
       // Its lanes as scalar loads, for convert() to broadcast from memory.
       std::vector<const UOp*> scalars;
-      for (const Access& a : ls.acc) scalars.push_back(ctx_->make(Op::LOAD, el, {make_index(buf, a.gate, a.lin)}));
+      for (const Access& a : ls.acc)
+        scalars.push_back(ctx_->make(Op::LOAD, el, {make_index(buf, a.gate, a.lin)}));
       lane_loads_[out] = std::move(scalars);
       return out;
     }
     if (const UOp* gate = masked_run(index->src[1], m, ls, el))
-      return ctx_->make(Op::LOAD, vec(el, n),
-                        {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())})});
+      return ctx_->make(
+          Op::LOAD, vec(el, n),
+          {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())})});
     std::vector<const UOp*> scalars;
     for (const Access& a : ls.acc) {
       if (!a.lin)
@@ -350,9 +352,10 @@ class Expander {
       return out;
     }
     if (const UOp* gate = masked_run(index->src[1], mi, ls, el))
-      return {ctx_->make(Op::STORE, dtypes::void_,
-                         {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())}),
-                          value})};
+      return {ctx_->make(
+          Op::STORE, dtypes::void_,
+          {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())}),
+           value})};
     for (int64_t l = 0; l < n; ++l) {
       const Access& a = ls.acc[static_cast<size_t>(l)];
       if (!a.lin) continue;

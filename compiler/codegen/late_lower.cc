@@ -63,25 +63,27 @@ const UOp* guarded_divisor(const UOp* y, bool is_unsigned) {
 // is 0 or -1, and those lanes' results selected (x / 0 = 0, x % 0 = 0, x / -1 = -x wrapping,
 // x % -1 = 0). Division by an already guarded divisor is left alone.
 const PatternMatcher& pm_safe_division() {
-  static const PatternMatcher pm("pm_safe_division", {
-    {Pat::op(OpSet{Op::IDIV, Op::MOD}, {Pat::any("x"), Pat::any("y")}).dtype(DTypeClass::Int),
-     [](const Match& m) -> const UOp* {
-       const UOp* u = m.root();
-       const UOp *x = m["x"], *y = m["y"];
-       bool uns = y->dtype.is_unsigned();
-       if (safe_divisor(y, uns)) return nullptr;
-       if (y->op == Op::WHERE && y == guarded_divisor(y->src[2], uns)) return nullptr;
-       Lanes k(u->ctx(), u->dtype.lanes);
-       const UOp* zero = k.konst(u->dtype.base(), ConstValue::of_int(0));
-       const UOp* r = u->ctx()->make(u->op, u->dtype, {x, guarded_divisor(y, uns)});
-       if (!uns) {
-         const UOp* minus1 = y->eq(k.konst(y->dtype.base(), ConstValue::of_int(-1)));
-         const UOp* negated = x->mul(k.konst(x->dtype.base(), ConstValue::of_int(-1)));
-         r = minus1->where(u->op == Op::IDIV ? negated : zero, r);
-       }
-       return y->eq(zero)->where(zero, r);
-     }},
-  });
+  static const PatternMatcher pm(
+      "pm_safe_division",
+      {
+          {Pat::op(OpSet{Op::IDIV, Op::MOD}, {Pat::any("x"), Pat::any("y")}).dtype(DTypeClass::Int),
+           [](const Match& m) -> const UOp* {
+             const UOp* u = m.root();
+             const UOp *x = m["x"], *y = m["y"];
+             bool uns = y->dtype.is_unsigned();
+             if (safe_divisor(y, uns)) return nullptr;
+             if (y->op == Op::WHERE && y == guarded_divisor(y->src[2], uns)) return nullptr;
+             Lanes k(u->ctx(), u->dtype.lanes);
+             const UOp* zero = k.konst(u->dtype.base(), ConstValue::of_int(0));
+             const UOp* r = u->ctx()->make(u->op, u->dtype, {x, guarded_divisor(y, uns)});
+             if (!uns) {
+               const UOp* minus1 = y->eq(k.konst(y->dtype.base(), ConstValue::of_int(-1)));
+               const UOp* negated = x->mul(k.konst(x->dtype.base(), ConstValue::of_int(-1)));
+               r = minus1->where(u->op == Op::IDIV ? negated : zero, r);
+             }
+             return y->eq(zero)->where(zero, r);
+           }},
+      });
   return pm;
 }
 
@@ -121,33 +123,40 @@ const UOp* add_and_subtract(Op op, const UOp* x) {
 }
 
 const PatternMatcher& pm_rounding_fallback() {
-  static const PatternMatcher pm("pm_rounding_fallback", {
-    {Pat::op(OpSet{Op::FLOOR, Op::CEIL, Op::TRUNC, Op::ROUND}, {Pat::any("x")}).dtype(DTypeClass::Float),
-     [](const Match& m) { return add_and_subtract(m.root()->op, m["x"]); }},
-  });
+  static const PatternMatcher pm(
+      "pm_rounding_fallback",
+      {
+          {Pat::op(OpSet{Op::FLOOR, Op::CEIL, Op::TRUNC, Op::ROUND}, {Pat::any("x")})
+               .dtype(DTypeClass::Float),
+           [](const Match& m) { return add_and_subtract(m.root()->op, m["x"]); }},
+      });
   return pm;
 }
 
 // C fmod on floats: x - trunc(x / y) * y as one fused multiply-add, with a zero result taking
 // the sign of x. (TRUNC is then lowered like any other on a target without rounding.)
 const PatternMatcher& pm_float_mod() {
-  static const PatternMatcher pm("pm_float_mod", {
-    {Pat::op(Op::MOD, {Pat::any("x"), Pat::any("y")}).dtype(DTypeClass::Float),
-     [](const Match& m) {
-       const UOp *x = m["x"], *y = m["y"];
-       Lanes k(x->ctx(), x->dtype.lanes);
-       const UOp* zero = k.konst(x->dtype.base(), ConstValue::of_float(0.0));
-       const UOp* q = x->alu(Op::FDIV, y)->alu(Op::TRUNC);
-       const UOp* r = q->neg()->alu(Op::MULACC, y, x);
-       return r->eq(zero)->where(copysign(zero, x), r);
-     }},
-  });
+  static const PatternMatcher pm(
+      "pm_float_mod",
+      {
+          {Pat::op(Op::MOD, {Pat::any("x"), Pat::any("y")}).dtype(DTypeClass::Float),
+           [](const Match& m) {
+             const UOp *x = m["x"], *y = m["y"];
+             Lanes k(x->ctx(), x->dtype.lanes);
+             const UOp* zero = k.konst(x->dtype.base(), ConstValue::of_float(0.0));
+             const UOp* q = x->alu(Op::FDIV, y)->alu(Op::TRUNC);
+             const UOp* r = q->neg()->alu(Op::MULACC, y, x);
+             return r->eq(zero)->where(copysign(zero, x), r);
+           }},
+      });
   return pm;
 }
 
 // ---------------------------------------------------------------- 16-bit floats
 
-bool is_half(ScalarKind s) { return s == ScalarKind::Float16 || s == ScalarKind::BFloat16; }
+bool is_half(ScalarKind s) {
+  return s == ScalarKind::Float16 || s == ScalarKind::BFloat16;
+}
 
 // float32 lanes from 16-bit float bits (uint16 lanes).
 const UOp* bits_to_float(const UOp* bits, ScalarKind kind) {
@@ -157,8 +166,7 @@ const UOp* bits_to_float(const UOp* bits, ScalarKind kind) {
   const UOp* sign = h->alu(Op::AND, k.u32(0x8000))->alu(Op::SHL, k.u32(16));
   const UOp* em = h->alu(Op::AND, k.u32(0x7fff));
   // (em << 13) read as a float is the value times 2^-112 (subnormals too): rescale.
-  const UOp* scaled =
-      k.bitcast(em->alu(Op::SHL, k.u32(13)), dtypes::float32)->mul(k.f32(0x1p112));
+  const UOp* scaled = k.bitcast(em->alu(Op::SHL, k.u32(13)), dtypes::float32)->mul(k.f32(0x1p112));
   const UOp* special =  // inf, NaN
       k.u32(0x7f800000)->alu(Op::OR, em->alu(Op::AND, k.u32(0x3ff))->alu(Op::SHL, k.u32(13)));
   const UOp* mag = em->lt(k.u32(0x7c00))->where(k.bitcast(scaled, dtypes::uint32), special);
@@ -182,15 +190,16 @@ const UOp* float_to_bits(const UOp* f, ScalarKind kind) {
   const UOp* over = k.u32(0x7f800000)->lt(mag)->where(k.u32(0x7e00), k.u32(0x7c00));
   const uint32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
   const UOp* sub =
-      k.bitcast(k.bitcast(mag, dtypes::float32)->add(k.bitcast(k.u32(denorm_magic), dtypes::float32)),
-                dtypes::uint32)
+      k.bitcast(
+           k.bitcast(mag, dtypes::float32)->add(k.bitcast(k.u32(denorm_magic), dtypes::float32)),
+           dtypes::uint32)
           ->add(k.u32(0u - denorm_magic));
   const UOp* odd = mag->alu(Op::SHR, k.u32(13))->alu(Op::AND, k.u32(1));
   const UOp* norm = mag->add(k.u32(static_cast<uint32_t>((15 - 127) << 23) + 0xfff))
                         ->add(odd)
                         ->alu(Op::SHR, k.u32(13));
-  const UOp* o = mag->lt(k.u32((127 + 16) << 23))
-                     ->where(mag->lt(k.u32(113u << 23))->where(sub, norm), over);
+  const UOp* o =
+      mag->lt(k.u32((127 + 16) << 23))->where(mag->lt(k.u32(113u << 23))->where(sub, norm), over);
   return k.cast(o->alu(Op::OR, sign->alu(Op::SHR, k.u32(16))), dtypes::uint16);
 }
 
@@ -246,8 +255,9 @@ class HalfFloats {
       }
       case Op::LOAD:
         if (!half) break;
-        return widen(ctx->make(Op::LOAD, DType(src[0]->src[0]->dtype.scalar, n->dtype.lanes), src, n->arg),
-                     s);
+        return widen(
+            ctx->make(Op::LOAD, DType(src[0]->src[0]->dtype.scalar, n->dtype.lanes), src, n->arg),
+            s);
       case Op::STORE: {
         ScalarKind mem = n->src[1]->dtype.scalar;
         if (!is_half(mem)) break;
@@ -263,9 +273,10 @@ class HalfFloats {
       case Op::BITCAST: {
         ScalarKind from = n->src[0]->dtype.scalar;
         if (is_half(from)) {
-          const UOp* bits = emulated(from) ? float_to_bits(src[0], from)
-                                           : ctx->make(Op::BITCAST, dtypes::uint16.vec(n->dtype.lanes),
-                                                       {narrow(src[0], from)});
+          const UOp* bits = emulated(from)
+                                ? float_to_bits(src[0], from)
+                                : ctx->make(Op::BITCAST, dtypes::uint16.vec(n->dtype.lanes),
+                                            {narrow(src[0], from)});
           return bits->dtype == n->dtype ? bits : ctx->make(Op::BITCAST, n->dtype, {bits});
         }
         if (!half) break;

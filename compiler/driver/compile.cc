@@ -56,8 +56,8 @@ void check_dump_stages(const CompileOptions& o) {
                         "unknown stage '" + name + "' (the stages:" + list + ", or all)");
     }
     if (!found->runs_for(o.emit))
-      throw OptionError(Option::DumpIr, "stage '" + name + "' does not run when producing " +
-                                            emit_name(o.emit));
+      throw OptionError(Option::DumpIr,
+                        "stage '" + name + "' does not run when producing " + emit_name(o.emit));
   }
 }
 
@@ -69,7 +69,8 @@ void run_stages(Artifacts& a, const std::string& model_path, const CompileOption
                                           target.triple() + " " + target.cpu());
   if (o.emit == Emit::StaticLibrary) {
     a.static_prefix = o.static_output;
-    if (a.static_prefix.size() > 2 && a.static_prefix.compare(a.static_prefix.size() - 2, 2, ".a") == 0)
+    if (a.static_prefix.size() > 2 &&
+        a.static_prefix.compare(a.static_prefix.size() - 2, 2, ".a") == 0)
       a.static_prefix.resize(a.static_prefix.size() - 2);
     a.static_symbol = static_library_symbol(a.static_prefix);
   }

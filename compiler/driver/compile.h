@@ -48,9 +48,9 @@ enum class Emit : uint8_t {
 
 struct CompileOptions {
   Emit emit = Emit::Package;
-  ModelOptions model;                   // input shapes, dim parameters, frozen inputs
-  const TargetInfo* target = nullptr;   // nullptr: the host
-  TuningOptions tuning;                 // opt level, beam search, tuning cache (timer: the JIT's)
+  ModelOptions model;                  // input shapes, dim parameters, frozen inputs
+  const TargetInfo* target = nullptr;  // nullptr: the host
+  TuningOptions tuning;                // opt level, beam search, tuning cache (timer: the JIT's)
   // Values for model inputs, by name, checked against the model right after import. Emit::Jit
   // runs them and wants every input; the self-test uses them and fills the rest with seeded
   // random values (floats in [-1, 1], integers and booleans 0).
@@ -63,13 +63,13 @@ struct CompileOptions {
   std::string static_output;
   bool embed_package = false;
   // Diagnostics.
-  std::set<std::string> dump_ir;        // stage names (stage_names()), or "all"
-  std::string dump_dir = "kiln-dump";   // where the import dump writes weights as .npy
-  bool explain_fusion = false;          // log every fusion decision
-  bool verify = true;                   // run each stage's verifier
-  const FusionPolicy* policy = nullptr; // nullptr: DefaultFusionPolicy
-  std::ostream* log = nullptr;          // dumps and explanations (nullptr: std::cerr)
-  PassTimes* times = nullptr;           // --time-passes and progress lines
+  std::set<std::string> dump_ir;         // stage names (stage_names()), or "all"
+  std::string dump_dir = "kiln-dump";    // where the import dump writes weights as .npy
+  bool explain_fusion = false;           // log every fusion decision
+  bool verify = true;                    // run each stage's verifier
+  const FusionPolicy* policy = nullptr;  // nullptr: DefaultFusionPolicy
+  std::ostream* log = nullptr;           // dumps and explanations (nullptr: std::cerr)
+  PassTimes* times = nullptr;            // --time-passes and progress lines
 };
 
 struct Artifacts {

@@ -16,8 +16,8 @@ void check_inputs(const Graph& g, const std::map<std::string, NDArray>& values, 
     for (const GraphInput& i : g.inputs())
       if (i.name == name) in = &i;
     if (!in)
-      throw OptionError(Option::Input, "the model has no input named '" + name + "' (inputs: " +
-                                           names + ")");
+      throw OptionError(Option::Input,
+                        "the model has no input named '" + name + "' (inputs: " + names + ")");
     const Shape& shape = in->buffer->buffer().shape;
     if (arr.dtype() != in->buffer->dtype || arr.shape() != shape)
       throw OptionError(Option::Input, "the value for input '" + name + "' is " +

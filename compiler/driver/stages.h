@@ -37,11 +37,11 @@ struct Compilation {
 
 struct Stage {
   const char* name;
-  const char* dumps;                           // what --dump-ir=<name> prints
-  bool (*runs_for)(Emit emit);                 // part of a compile producing `emit`
+  const char* dumps;            // what --dump-ir=<name> prints
+  bool (*runs_for)(Emit emit);  // part of a compile producing `emit`
   void (*run)(Compilation& c);
   void (*dump)(Compilation& c, std::ostream& os);
-  void (*verify)(const Compilation& c);        // nullptr: nothing to check
+  void (*verify)(const Compilation& c);  // nullptr: nothing to check
 };
 
 // All stages, in pipeline order.

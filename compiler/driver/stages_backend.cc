@@ -131,7 +131,8 @@ void module_dump(Compilation& c, std::ostream& os) {
 void module_verify(const Compilation& c) {
   std::string err;
   llvm::raw_string_ostream es(err);
-  if (llvm::verifyModule(*c.a.module, &es)) throw InternalError("LLVM module does not verify: " + err);
+  if (llvm::verifyModule(*c.a.module, &es))
+    throw InternalError("LLVM module does not verify: " + err);
 }
 
 void llvm_opt_run(Compilation& c) {
@@ -219,8 +220,8 @@ void package_run(Compilation& c) {
   std::string package_file = std::filesystem::path(c.a.static_prefix + ".kiln").filename().string();
   if (c.options.embed_package)
     c.a.archive = static_archive(c.a.static_symbol, c.a.object, &c.a.package, c.target);
-  c.a.header = static_library_header(c.a.static_symbol, c.a.kernels.size(),
-                                     c.options.embed_package, package_file);
+  c.a.header = static_library_header(c.a.static_symbol, c.a.kernels.size(), c.options.embed_package,
+                                     package_file);
 }
 void package_dump(Compilation& c, std::ostream& os) {
   os << describe_package(c.a.package, false);
@@ -247,8 +248,8 @@ std::vector<Stage> back_end_stages() {
       {"codegen", "the assembly", machine_code, codegen_run, codegen_dump, nullptr},
       {"link", "the shared object's sections and exported symbols (or the archive)", linked,
        link_run, link_dump, link_verify},
-      {"package", "the package's description (as kilnc inspect prints it)", packaged,
-       package_run, package_dump, package_verify},
+      {"package", "the package's description (as kilnc inspect prints it)", packaged, package_run,
+       package_dump, package_verify},
   };
 }
 

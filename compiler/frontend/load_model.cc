@@ -24,10 +24,11 @@ void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
         if (in.name != name) continue;
         found = true;
         if (in.buffer->buffer().shape != shape)
-          throw OptionError(Option::InputShape,
-                            "input '" + name + "' given shape " + shape_str(shape) +
-                                ": the graph file declares " + shape_str(in.buffer->buffer().shape) +
-                                " (graph-file shapes are fixed)");
+          throw OptionError(Option::InputShape, "input '" + name + "' given shape " +
+                                                    shape_str(shape) +
+                                                    ": the graph file declares " +
+                                                    shape_str(in.buffer->buffer().shape) +
+                                                    " (graph-file shapes are fixed)");
       }
       if (!found)
         throw OptionError(Option::InputShape, "the model has no input named '" + name + "'");

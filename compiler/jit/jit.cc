@@ -10,9 +10,9 @@
 #include <cstring>
 
 #include "compiler/codegen/llvm/module_builder.h"
-#include "compiler/target/target_info.h"
-#include "compiler/support/error.h"
 #include "compiler/jit/kernel_timer.h"
+#include "compiler/support/error.h"
+#include "compiler/target/target_info.h"
 #include "compiler/tensor/tensor.h"
 
 namespace kiln {
@@ -173,7 +173,8 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
       std::vector<void*> args;
       for (int b : l.args) args.push_back(ptr[static_cast<size_t>(b)]);
       uint32_t n = static_cast<uint32_t>(l.ntasks);
-      for (uint32_t t = 0; t < n; ++t) jit_->kernel(static_cast<size_t>(l.program)).call(args, t, n);
+      for (uint32_t t = 0; t < n; ++t)
+        jit_->kernel(static_cast<size_t>(l.program)).call(args, t, n);
     }
   return outputs;
 }

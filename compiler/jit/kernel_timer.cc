@@ -102,7 +102,8 @@ std::vector<std::optional<double>> time_candidates(const KernelProgram& p, const
     for (int r = 0; r < 10 && (r < 3 || total < 20.0); ++r) {
       auto t0 = std::chrono::steady_clock::now();
       run_once();
-      double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      double t =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       best = std::min(best, t);
       total += t;
     }

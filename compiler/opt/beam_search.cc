@@ -74,9 +74,10 @@ std::vector<Opt> beam_search(const KernelProgram& p, const OptTarget& base, int 
           changed = true;
         }
       if (!changed) continue;
-      o.erase(std::remove_if(o.begin(), o.end(),
-                             [](const Opt& x) { return x.kind == OptKind::Unroll && x.amount == 1; }),
-              o.end());
+      o.erase(
+          std::remove_if(o.begin(), o.end(),
+                         [](const Opt& x) { return x.kind == OptKind::Unroll && x.amount == 1; }),
+          o.end());
       round2.push_back({o});
     }
   round2 = unique(std::move(round2));

@@ -22,7 +22,7 @@ using CandidateTimer = std::function<std::vector<std::optional<double>>(
     const KernelProgram& program, const std::vector<std::vector<Opt>>& candidates)>;
 
 struct BeamStats {
-  int candidates = 0;  // candidates timed
+  int candidates = 0;     // candidates timed
   bool improved = false;  // a candidate beat the heuristic
 };
 

@@ -36,7 +36,8 @@ OptimizedKernel choose_opts(const KernelProgram& p, const TargetInfo& t, const T
   TuneStats local;
   TuneStats* st = stats ? stats : &local;
   if (o.forced)
-    if (auto it = o.forced->find(p.name); it != o.forced->end()) return apply_opts(p.ast, it->second);
+    if (auto it = o.forced->find(p.name); it != o.forced->end())
+      return apply_opts(p.ast, it->second);
   if (o.opt_level == OptLevel::None) return apply_opts(p.ast, {});
   bool tuning = o.beam > 0 || o.cache;
   if (tuning && is_contraction_kernel(p.ast)) {
@@ -73,8 +74,8 @@ std::vector<OptimizedKernel> optimize_programs(const Plan& plan, const TargetInf
   for (size_t i = 0; i < plan.programs.size(); ++i) {
     const KernelProgram& p = plan.programs[i];
     if (o.beam > 0 && o.times && is_contraction_kernel(p.ast))
-      o.times->starting("optimize", str_cat("beam ", p.name, " (", i + 1, "/",
-                                            plan.programs.size(), ")"));
+      o.times->starting("optimize",
+                        str_cat("beam ", p.name, " (", i + 1, "/", plan.programs.size(), ")"));
     out.push_back(choose_opts(p, t, o, stats));
   }
   return out;

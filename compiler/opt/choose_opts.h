@@ -26,8 +26,8 @@ class TuningCache;
 
 struct TuningOptions {
   OptLevel opt_level = OptLevel::Tiles;
-  int beam = 0;                          // > 0: beam search with this width (needs `timer`)
-  TuningCache* cache = nullptr;          // reused, and extended by beam search
+  int beam = 0;                           // > 0: beam search with this width (needs `timer`)
+  TuningCache* cache = nullptr;           // reused, and extended by beam search
   const CandidateTimer* timer = nullptr;  // times candidates on the host (jit/kernel_timer.h)
   // Opts by program name, applied as given (tests force tiles through this).
   const std::map<std::string, std::vector<Opt>>* forced = nullptr;

@@ -155,8 +155,8 @@ const UOp* contiguous_loop(const UOp* ast, const KernelRanges& kr) {
 // each vector load feeds several accumulators. Sizes are powers of two so the tile is a whole
 // number of vector registers, half the register file (8 on AVX2, 16 on NEON and AVX-512). The
 // last upcast is the lane axis.
-void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int item, const OptTarget& t,
-                      std::vector<Opt>& opts) {
+void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int item,
+                      const OptTarget& t, std::vector<Opt>& opts) {
   int64_t accumulators = t.accumulators > 0 ? t.accumulators : std::max(4, t.vector_registers / 2);
   std::vector<const UOp*> loads = product_loads(ast);
   std::vector<std::pair<int, const UOp*>> ranked;  // (score, loop), best first
@@ -225,7 +225,8 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // with a zero panel): 16 channels x 4 positions load less per FMA than 8 x 8.
     int64_t want = std::max(1, t.lane_vectors) * width;
     if (t.masked_vectors && lanes == width && want > width && size_of(vec) % width == 0 &&
-        size_of(vec) > want && loads_fit_padded(loads, vec, (size_of(vec) + want - 1) / want * want))
+        size_of(vec) > want &&
+        loads_fit_padded(loads, vec, (size_of(vec) + want - 1) / want * want))
       lanes = want;
     std::vector<Opt> tile = tile_for(vec, lanes);
     // One vector on the lane axis when that lets the broadcast axes fill the budget (7x7 maps:
@@ -265,7 +266,8 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     if (!vec) return;
     plan = plan_for(vec);
   } else if (t.lane_choice > 0) {  // the tuner's alternative
-    plan = plan_for(ranked[std::min<size_t>(static_cast<size_t>(t.lane_choice), ranked.size() - 1)].second);
+    plan = plan_for(
+        ranked[std::min<size_t>(static_cast<size_t>(t.lane_choice), ranked.size() - 1)].second);
   } else {
     // Among the equally ranked lane axes (a convolution's W and output channels), the one whose
     // tile loads least per FMA: output channels x 4 positions load 6 per 8 FMAs, W x 8 channels

@@ -28,14 +28,14 @@ enum class OptLevel : int {
 };
 
 struct OptTarget {
-  int vector_bytes = 32;  // 16 (SSE/NEON), 32 (AVX2), 64 (AVX-512)
+  int vector_bytes = 32;      // 16 (SSE/NEON), 32 (AVX2), 64 (AVX-512)
   int vector_registers = 16;  // 16 (SSE, AVX2), 32 (AVX-512, NEON): half hold accumulators
   // Knobs of the contraction tile, which the tuner (--beam) varies; defaults are the heuristic.
-  int lane_vectors = 2;   // vectors on the lane axis
-  int accumulators = 0;   // vector accumulators in the tile (0: half the registers)
-  int unroll = 4;         // unroll of the first reduce range
+  int lane_vectors = 2;       // vectors on the lane axis
+  int accumulators = 0;       // vector accumulators in the tile (0: half the registers)
+  int unroll = 4;             // unroll of the first reduce range
   bool unroll_window = true;  // unroll a small kernel window (3x3) completely instead
-  int lane_choice = 0;    // 0: the best lane axis; 1: the next candidate (if any)
+  int lane_choice = 0;        // 0: the best lane axis; 1: the next candidate (if any)
   int max_tasks = 16;
   // Masked vector loads/stores are cheap (AVX): a lane axis may be padded (a 114-wide row in
   // groups of 8 lanes, the last group masked) instead of taking a small divisor (2).

@@ -224,7 +224,8 @@ class Applier {
         gate = idx->src[0]->logical_and(valid);
         lin = idx->src[1];
       }
-      return ctx_->make(Op::INDEX, index->dtype, {index->src[0], gate->where(lin, ctx_->invalid())});
+      return ctx_->make(Op::INDEX, index->dtype,
+                        {index->src[0], gate->where(lin, ctx_->invalid())});
     };
     auto in_bounds = [&](const UOp* index) {
       const UOp* idx = simplify(index->src[1]);

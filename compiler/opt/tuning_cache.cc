@@ -27,11 +27,16 @@ std::vector<Opt> parse_opts(const std::string& text) {
       throw Error("tuning cache: '" + tok + "' is not an opt");
     std::string kind = tok.substr(0, open);
     Opt o{OptKind::Upcast, 0, 0};
-    if (kind == "UPCAST") o.kind = OptKind::Upcast;
-    else if (kind == "UNROLL") o.kind = OptKind::Unroll;
-    else if (kind == "TILE") o.kind = OptKind::Tile;
-    else if (kind == "PARALLEL") o.kind = OptKind::Parallel;
-    else throw Error("tuning cache: unknown opt kind '" + kind + "'");
+    if (kind == "UPCAST")
+      o.kind = OptKind::Upcast;
+    else if (kind == "UNROLL")
+      o.kind = OptKind::Unroll;
+    else if (kind == "TILE")
+      o.kind = OptKind::Tile;
+    else if (kind == "PARALLEL")
+      o.kind = OptKind::Parallel;
+    else
+      throw Error("tuning cache: unknown opt kind '" + kind + "'");
     try {
       o.range_id = std::stoll(tok.substr(open + 2, comma - open - 2));
       o.amount = std::stoll(tok.substr(comma + 1, close - comma - 1));

@@ -115,7 +115,8 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
      << " bytes\n";
   os << "metadata checksum: " << (crc_ok ? "ok" : "MISMATCH") << "\n";
   if (p->selftest())
-    os << "self-test: embedded (tolerance " << p->selftest()->tolerance() << " of max |expected|)\n";
+    os << "self-test: embedded (tolerance " << p->selftest()->tolerance()
+       << " of max |expected|)\n";
   return os.str();
 }
 

@@ -187,7 +187,8 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
       fb::CreateSectionDirect(fbb, "code",
                               kiln_abi_crc32c(0, shared_object.data(), shared_object.size(), 0),
                               shared_object.size()),
-      fb::CreateSectionDirect(fbb, "constants", kiln_abi_crc32c(0, constants.data(), constants.size(), 0),
+      fb::CreateSectionDirect(fbb, "constants",
+                              kiln_abi_crc32c(0, constants.data(), constants.size(), 0),
                               constants.size())};
 
   flatbuffers::Offset<fb::SelfTest> selftest_table = 0;

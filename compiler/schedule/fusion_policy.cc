@@ -19,7 +19,8 @@ FusionDecision DefaultFusionPolicy::decide(const FusionQuery& q) const {
     return {false, str_cat("reduction would be recomputed ", q.recompute,
                            " times (its index skips an enclosing loop or revisits values)")};
   if (q.under_reduce)
-    return {false, "reduction walked by the consumer's reduce loops: kept so its loops can be tiled"};
+    return {false,
+            "reduction walked by the consumer's reduce loops: kept so its loops can be tiled"};
   return {true, "reduction computed once per value in the consumer's loops"};
 }
 

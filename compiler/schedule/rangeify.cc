@@ -296,7 +296,8 @@ class Lowerer {
       // with its border: the reduction's inner loop then loads without per-lane bounds checks.
       if (n->op == Op::PAD && walks_reduce(idx)) {
         res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ",
-                                          describe_node(n), " -> kept (padding read in a reduction)"));
+                                          describe_node(n),
+                                          " -> kept (padding read in a reduction)"));
         return load(realize(n), n, idx, valid);
       }
       bool computes =
@@ -442,7 +443,7 @@ class Lowerer {
   std::unordered_map<int, int> arg_of_;
   std::unordered_map<MemoKey, const UOp*, MemoHash> memo_;
   std::vector<const UOp*> loops_;
-  std::unordered_map<const UOp*, int64_t> consumers_;  // see count_consumers
+  std::unordered_map<const UOp*, int64_t> consumers_;       // see count_consumers
   std::unordered_map<const UOp*, bool> reaches_reduction_;  // cache; realized nodes stop the walk
   int64_t next_range_ = 0;
 };

@@ -52,8 +52,9 @@ ScopedPass::ScopedPass(PassTimes* times, std::string pass, const std::string& de
 
 ScopedPass::~ScopedPass() {
   if (times_)
-    times_->add(pass_,
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count());
+    times_->add(
+        pass_,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count());
 }
 
 }  // namespace kiln

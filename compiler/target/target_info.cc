@@ -77,8 +77,8 @@ TargetInfo TargetInfo::create(const TargetOptions& opts) {
   else if (triple.isAArch64())
     t.arch_ = Arch::AArch64;
   else
-    throw OptionError(Option::Target, "target " + t.triple_ +
-                                          ": kiln generates code for x86_64 and aarch64 only");
+    throw OptionError(Option::Target,
+                      "target " + t.triple_ + ": kiln generates code for x86_64 and aarch64 only");
   bool host_arch = triple.getArch() == llvm::Triple(host).getArch() &&
                    triple.getOS() == llvm::Triple(host).getOS();
   t.is_host_ = host_arch && (opts.cpu.empty() || opts.cpu == "native" ||

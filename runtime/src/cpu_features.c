@@ -43,9 +43,13 @@ int kiln_cpu_has_feature(const char* name) {
   return -1;
 }
 
-int kiln_cpu_has_crc32c(void) { return kiln_cpu_has_feature("sse4.2") == 1; }
+int kiln_cpu_has_crc32c(void) {
+  return kiln_cpu_has_feature("sse4.2") == 1;
+}
 
-const char* kiln_runtime_arch(void) { return "x86_64"; }
+const char* kiln_runtime_arch(void) {
+  return "x86_64";
+}
 
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
@@ -69,17 +73,25 @@ int kiln_cpu_has_feature(const char* name) {
   return -1;
 }
 
-int kiln_cpu_has_crc32c(void) { return kiln_cpu_has_feature("crc") == 1; }
+int kiln_cpu_has_crc32c(void) {
+  return kiln_cpu_has_feature("crc") == 1;
+}
 
-const char* kiln_runtime_arch(void) { return "aarch64"; }
+const char* kiln_runtime_arch(void) {
+  return "aarch64";
+}
 
 #else
 int kiln_cpu_has_feature(const char* name) {
   (void)name;
   return -1;
 }
-int kiln_cpu_has_crc32c(void) { return 0; }
-const char* kiln_runtime_arch(void) { return "unknown"; }
+int kiln_cpu_has_crc32c(void) {
+  return 0;
+}
+const char* kiln_runtime_arch(void) {
+  return "unknown";
+}
 #endif
 
 uint32_t kiln_crc32c(uint32_t crc, const void* data, size_t len) {

@@ -116,21 +116,32 @@ static kiln_status relocate(elf_image* im) {
     memcpy(&d, base + dyn->p_vaddr + i * sizeof(Elf64_Dyn), sizeof d);
     if (d.d_tag == DT_NULL) break;
     switch (d.d_tag) {
-      case DT_NEEDED: return bad("depends on a shared library (DT_NEEDED)");
+      case DT_NEEDED:
+        return bad("depends on a shared library (DT_NEEDED)");
       case DT_INIT:
       case DT_INIT_ARRAY:
       case DT_PREINIT_ARRAY:
       case DT_FINI:
-      case DT_FINI_ARRAY: return bad("has initializers or finalizers");
-      case DT_TEXTREL: return bad("has text relocations");
-      case DT_REL: return bad("has REL relocations (only RELA is supported)");
+      case DT_FINI_ARRAY:
+        return bad("has initializers or finalizers");
+      case DT_TEXTREL:
+        return bad("has text relocations");
+      case DT_REL:
+        return bad("has REL relocations (only RELA is supported)");
       case DT_PLTRELSZ:
         if (d.d_un.d_val) return bad("has PLT relocations (calls to external functions)");
         break;
-      case DT_RELA: rela = d.d_un.d_ptr; break;
-      case DT_RELASZ: relasz = d.d_un.d_val; break;
-      case DT_RELAENT: relaent = d.d_un.d_val; break;
-      default: break;
+      case DT_RELA:
+        rela = d.d_un.d_ptr;
+        break;
+      case DT_RELASZ:
+        relasz = d.d_un.d_val;
+        break;
+      case DT_RELAENT:
+        relaent = d.d_un.d_val;
+        break;
+      default:
+        break;
     }
   }
   if (relasz && (relaent != sizeof(Elf64_Rela) || !in_range(rela, relasz, span)))
@@ -236,8 +247,8 @@ static kiln_status check_entries(elf_image* im) {
 
 kiln_status kiln_elf_load(const uint8_t* elf, size_t size, kiln_code* out) {
   typedef kiln_status (*step_fn)(elf_image*);
-  static const step_fn steps[] = {read_headers, map_segments,  relocate,
-                                  find_entry_table, protect, check_entries};
+  static const step_fn steps[] = {read_headers,     map_segments, relocate,
+                                  find_entry_table, protect,      check_entries};
   elf_image im;
   memset(&im, 0, sizeof im);
   long page = sysconf(_SC_PAGESIZE);

@@ -8,7 +8,9 @@
 
 #include "internal.h"
 
-const kiln_allocator* kiln_model_allocator(const kiln_model* m) { return m->has_allocator ? &m->allocator : NULL; }
+const kiln_allocator* kiln_model_allocator(const kiln_model* m) {
+  return m->has_allocator ? &m->allocator : NULL;
+}
 
 void kiln_model_options_init(kiln_model_options* o) {
   if (!o) return;
@@ -18,7 +20,9 @@ void kiln_model_options_init(kiln_model_options* o) {
 
 static kiln_status check_options(const kiln_model_options* o) {
   if (o && o->struct_size < sizeof(size_t) + sizeof(void*) + sizeof(int))
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_options.struct_size is %zu; call kiln_model_options_init", o->struct_size);
+    return kiln_error(KILN_INVALID_ARGUMENT,
+                      "kiln_model_options.struct_size is %zu; call kiln_model_options_init",
+                      o->struct_size);
   if (o && o->allocator && (!o->allocator->alloc || !o->allocator->free))
     return kiln_error(KILN_INVALID_ARGUMENT, "the allocator needs both alloc and free");
   return KILN_OK;
@@ -50,8 +54,10 @@ static kiln_model* new_model(const kiln_model_options* o) {
   return m;
 }
 
-kiln_status kiln_model_load_file(const char* path, const kiln_model_options* options, kiln_model** out_model) {
-  if (!out_model) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_file: out_model is NULL");
+kiln_status kiln_model_load_file(const char* path, const kiln_model_options* options,
+                                 kiln_model** out_model) {
+  if (!out_model)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_file: out_model is NULL");
   *out_model = NULL;
   if (!path) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_file: path is NULL");
   KILN_RETURN_IF_ERROR(check_options(options));
@@ -67,11 +73,13 @@ kiln_status kiln_model_load_file(const char* path, const kiln_model_options* opt
   }
   if (st.st_size < 8) {
     close(fd);
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: '%s' has %lld bytes", path, (long long)st.st_size);
+    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: '%s' has %lld bytes", path,
+                      (long long)st.st_size);
   }
   void* map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (map == MAP_FAILED) return kiln_error(KILN_IO_ERROR, "cannot map '%s': %s", path, strerror(errno));
+  if (map == MAP_FAILED)
+    return kiln_error(KILN_IO_ERROR, "cannot map '%s': %s", path, strerror(errno));
   kiln_model* m = new_model(options);
   if (!m) {
     munmap(map, (size_t)st.st_size);
@@ -83,8 +91,9 @@ kiln_status kiln_model_load_file(const char* path, const kiln_model_options* opt
   return finish_load(m, options, out_model);
 }
 
-static kiln_status load_memory(const void* data, size_t size, const void* static_table, const kiln_model_options* options,
-                               kiln_model** out_model, const char* fn) {
+static kiln_status load_memory(const void* data, size_t size, const void* static_table,
+                               const kiln_model_options* options, kiln_model** out_model,
+                               const char* fn) {
   if (!out_model) return kiln_error(KILN_INVALID_ARGUMENT, "%s: out_model is NULL", fn);
   *out_model = NULL;
   if (!data) return kiln_error(KILN_INVALID_ARGUMENT, "%s: data is NULL", fn);
@@ -108,12 +117,13 @@ static kiln_status load_memory(const void* data, size_t size, const void* static
   return finish_load(m, options, out_model);
 }
 
-kiln_status kiln_model_load_memory(const void* data, size_t size, const kiln_model_options* options, kiln_model** out_model) {
+kiln_status kiln_model_load_memory(const void* data, size_t size, const kiln_model_options* options,
+                                   kiln_model** out_model) {
   return load_memory(data, size, NULL, options, out_model, "kiln_model_load_memory");
 }
 
-kiln_status kiln_model_load_static(const void* data, size_t size, const void* kernels, const kiln_model_options* options,
-                                   kiln_model** out_model) {
+kiln_status kiln_model_load_static(const void* data, size_t size, const void* kernels,
+                                   const kiln_model_options* options, kiln_model** out_model) {
   if (out_model) *out_model = NULL;
   if (!kernels) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_load_static: kernels is NULL");
   return load_memory(data, size, kernels, options, out_model, "kiln_model_load_static");
@@ -123,7 +133,9 @@ kiln_status kiln_model_release(kiln_model* m) {
   if (!m) return KILN_OK;
   int live = __atomic_load_n(&m->live_sessions, __ATOMIC_ACQUIRE);
   if (live > 0)
-    return kiln_error(KILN_FAILED_PRECONDITION, "kiln_model_release: %d session(s) still use this model; release them first", live);
+    return kiln_error(KILN_FAILED_PRECONDITION,
+                      "kiln_model_release: %d session(s) still use this model; release them first",
+                      live);
   kiln_package_unload(m);
   if (m->mapping) munmap(m->mapping, m->size);
   kiln_free(kiln_model_allocator(m), m->owned_copy);
@@ -134,23 +146,29 @@ kiln_status kiln_model_release(kiln_model* m) {
 }
 
 kiln_status kiln_model_input_count(const kiln_model* m, size_t* out_count) {
-  if (!m || !out_count) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_input_count: NULL argument");
+  if (!m || !out_count)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_input_count: NULL argument");
   *out_count = m->num_inputs;
   return KILN_OK;
 }
 
 kiln_status kiln_model_output_count(const kiln_model* m, size_t* out_count) {
-  if (!m || !out_count) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_output_count: NULL argument");
+  if (!m || !out_count)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_output_count: NULL argument");
   *out_count = m->num_outputs;
   return KILN_OK;
 }
 
-static kiln_status info(const kiln_tensor_desc* t, uint32_t n, size_t index, kiln_tensor_info* out, const char* what) {
+static kiln_status info(const kiln_tensor_desc* t, uint32_t n, size_t index, kiln_tensor_info* out,
+                        const char* what) {
   if (!out) return kiln_error(KILN_INVALID_ARGUMENT, "%s: out_info is NULL", what);
   if (out->struct_size < sizeof(kiln_tensor_info))
-    return kiln_error(KILN_INVALID_ARGUMENT, "%s: out_info->struct_size is %zu, expected at least %zu", what, out->struct_size,
-                      sizeof(kiln_tensor_info));
-  if (index >= n) return kiln_error(KILN_INVALID_ARGUMENT, "%s: index %zu out of range (the model has %u)", what, index, n);
+    return kiln_error(KILN_INVALID_ARGUMENT,
+                      "%s: out_info->struct_size is %zu, expected at least %zu", what,
+                      out->struct_size, sizeof(kiln_tensor_info));
+  if (index >= n)
+    return kiln_error(KILN_INVALID_ARGUMENT, "%s: index %zu out of range (the model has %u)", what,
+                      index, n);
   out->name = t[index].name;
   out->dtype = (kiln_dtype)t[index].dtype;
   out->rank = t[index].rank;
@@ -169,7 +187,8 @@ kiln_status kiln_model_output_info(const kiln_model* m, size_t index, kiln_tenso
   return info(m->outputs, m->num_outputs, index, out_info, "kiln_model_output_info");
 }
 
-static kiln_status find(const kiln_tensor_desc* t, uint32_t n, const char* name, size_t* out, const char* what) {
+static kiln_status find(const kiln_tensor_desc* t, uint32_t n, const char* name, size_t* out,
+                        const char* what) {
   if (!name || !out) return kiln_error(KILN_INVALID_ARGUMENT, "%s: NULL argument", what);
   for (uint32_t i = 0; i < n; ++i)
     if (!strcmp(t[i].name, name)) {
@@ -189,22 +208,28 @@ kiln_status kiln_model_find_output(const kiln_model* m, const char* name, size_t
   return find(m->outputs, m->num_outputs, name, out_index, "kiln_model_find_output");
 }
 
-kiln_status kiln_model_arena_requirements(const kiln_model* m, size_t* out_size, size_t* out_alignment) {
-  if (!m || !out_size || !out_alignment) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_arena_requirements: NULL argument");
+kiln_status kiln_model_arena_requirements(const kiln_model* m, size_t* out_size,
+                                          size_t* out_alignment) {
+  if (!m || !out_size || !out_alignment)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_arena_requirements: NULL argument");
   *out_size = (size_t)m->arena_size;
   *out_alignment = m->arena_alignment;
   return KILN_OK;
 }
 
 kiln_status kiln_model_kernel_count(const kiln_model* m, size_t* out_count) {
-  if (!m || !out_count) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_count: NULL argument");
+  if (!m || !out_count)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_count: NULL argument");
   *out_count = m->num_kernels;
   return KILN_OK;
 }
 
 kiln_status kiln_model_kernel_name(const kiln_model* m, size_t index, const char** out_name) {
-  if (!m || !out_name) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_name: NULL argument");
-  if (index >= m->num_kernels) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_name: index %zu out of range", index);
+  if (!m || !out_name)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_name: NULL argument");
+  if (index >= m->num_kernels)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_kernel_name: index %zu out of range",
+                      index);
   *out_name = m->kernel_descs[index].name;
   return KILN_OK;
 }

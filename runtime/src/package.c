@@ -49,10 +49,10 @@ kiln_status kiln_verify_header(kiln_loader* ld) {
     return kiln_error(KILN_UNSUPPORTED, "package format %u.%u; this runtime reads format %u.x",
                       major, minor, KILN_ABI_FORMAT_MAJOR);
 
-  ld->code_size = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_CODE)), 1,
-                             &ld->code);
-  ld->constants_size = fbr_vector(
-      R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_CONSTANTS)), 1, &ld->constants);
+  ld->code_size =
+      fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_CODE)), 1, &ld->code);
+  ld->constants_size = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_CONSTANTS)),
+                                  1, &ld->constants);
   ld->crc_field = fbr_field(R, ld->root, KILN_ABI_PACKAGE_METADATA_CRC32C);
   ld->static_id = kiln_fb_u32_field(R, ld->root, KILN_ABI_PACKAGE_STATIC_KERNELS_ID);
   KILN_FB_CHECK(R);
@@ -118,7 +118,8 @@ kiln_status kiln_verify_checksums(kiln_loader* ld) {
       return kiln_error(KILN_CHECKSUM_MISMATCH,
                         "checksum mismatch in section '%s' (the file is corrupt)", name);
   }
-  if (seen != 3) return kiln_loader_invalid("the code and constants sections must both have checksums");
+  if (seen != 3)
+    return kiln_loader_invalid("the code and constants sections must both have checksums");
   return KILN_OK;
 }
 
@@ -136,8 +137,8 @@ kiln_status kiln_verify_target(kiln_loader* ld) {
     return kiln_error(KILN_UNSUPPORTED, "the package is compiled for %s; this runtime runs %s",
                       triple, arch);
   uint64_t feats;
-  uint32_t nfeat = fbr_vector(
-      R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_REQUIRED_FEATURES)), 4, &feats);
+  uint32_t nfeat =
+      fbr_vector(R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_REQUIRED_FEATURES)), 4, &feats);
   KILN_FB_CHECK(R);
   char missing[512] = "";
   for (uint32_t i = 0; i < nfeat; ++i) {
@@ -162,10 +163,9 @@ kiln_status kiln_verify_target(kiln_loader* ld) {
 
 kiln_status kiln_package_load(kiln_model* m, int verify_checksums) {
   typedef kiln_status (*stage_fn)(kiln_loader*);
-  static const stage_fn stages[] = {kiln_verify_header,  kiln_verify_checksums,
-                                    kiln_verify_target,  kiln_load_tensors,
-                                    kiln_load_slots,     kiln_load_schedule,
-                                    kiln_verify_memory_plan, kiln_bind_code};
+  static const stage_fn stages[] = {
+      kiln_verify_header, kiln_verify_checksums, kiln_verify_target,      kiln_load_tensors,
+      kiln_load_slots,    kiln_load_schedule,    kiln_verify_memory_plan, kiln_bind_code};
   kiln_loader ld;
   memset(&ld, 0, sizeof ld);
   ld.m = m;

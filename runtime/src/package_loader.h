@@ -15,10 +15,10 @@ typedef struct kiln_loader {
   uint64_t root;
   int verify_checksums;
   /* found by verify_header */
-  uint64_t code, constants;        /* payload positions (0: absent) */
+  uint64_t code, constants; /* payload positions (0: absent) */
   uint32_t code_size, constants_size;
-  uint64_t crc_field;              /* position of metadata_crc32c (0: absent) */
-  uint32_t static_id;              /* static_kernels_id (0: the package carries its code) */
+  uint64_t crc_field; /* position of metadata_crc32c (0: absent) */
+  uint32_t static_id; /* static_kernels_id (0: the package carries its code) */
 } kiln_loader;
 
 /* A KILN_INVALID_PACKAGE error for the reader's first failure, naming its byte offset. */
@@ -26,9 +26,9 @@ kiln_status kiln_loader_structure_error(const fbr* r);
 /* "invalid package: |what|". */
 kiln_status kiln_loader_invalid(const char* what);
 
-#define KILN_FB_CHECK(r)                                                 \
-  do {                                                                   \
-    if ((r)->error) return kiln_loader_structure_error(r);              \
+#define KILN_FB_CHECK(r)                                   \
+  do {                                                     \
+    if ((r)->error) return kiln_loader_structure_error(r); \
   } while (0)
 
 /* Scalar fields (0 when absent, as FlatBuffers defaults are). */
@@ -41,11 +41,11 @@ kiln_status kiln_verify_header(kiln_loader* ld);    /* identifier, root, format 
 kiln_status kiln_verify_checksums(kiln_loader* ld); /* metadata and section CRCs */
 kiln_status kiln_verify_target(kiln_loader* ld);    /* architecture and CPU features */
 /* package_tensors.c */
-kiln_status kiln_load_tensors(kiln_loader* ld);     /* inputs, outputs, the self-test */
-kiln_status kiln_load_slots(kiln_loader* ld);       /* arena, slots and their tensors */
+kiln_status kiln_load_tensors(kiln_loader* ld); /* inputs, outputs, the self-test */
+kiln_status kiln_load_slots(kiln_loader* ld);   /* arena, slots and their tensors */
 /* package_schedule.c */
-kiln_status kiln_load_schedule(kiln_loader* ld);    /* kernels, groups, launches, write-before-read */
+kiln_status kiln_load_schedule(kiln_loader* ld); /* kernels, groups, launches, write-before-read */
 kiln_status kiln_verify_memory_plan(kiln_loader* ld); /* live arena slots never overlap */
-kiln_status kiln_bind_code(kiln_loader* ld);        /* the entry table, each kernel's entry */
+kiln_status kiln_bind_code(kiln_loader* ld);          /* the entry table, each kernel's entry */
 
 #endif /* KILN_RT_PACKAGE_LOADER_H_ */

@@ -14,7 +14,8 @@ static kiln_status load_kernels(kiln_loader* ld) {
   uint32_t n =
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_KERNELS)), 4, &kdata);
   KILN_FB_CHECK(R);
-  m->kernel_descs = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_kernel_desc) + 8, 8);
+  m->kernel_descs =
+      kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_kernel_desc) + 8, 8);
   m->kernels = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_kernel_fn) + 8, 8);
   if (!m->kernel_descs || !m->kernels)
     return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading kernels");
@@ -25,8 +26,7 @@ static kiln_status load_kernels(kiln_loader* ld) {
     k->name = fbr_string(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_KERNEL_NAME)));
     k->entry = kiln_fb_u32_field(R, t, KILN_ABI_KERNEL_ENTRY);
     k->nargs = kiln_fb_u32_field(R, t, KILN_ABI_KERNEL_NUM_ARGS);
-    uint32_t ndt =
-        fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_KERNEL_ARG_DTYPES)), 1, &dts);
+    uint32_t ndt = fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_KERNEL_ARG_DTYPES)), 1, &dts);
     KILN_FB_CHECK(R);
     if (!k->name || ndt != k->nargs || k->nargs == 0)
       return kiln_error(KILN_INVALID_PACKAGE,
@@ -45,8 +45,8 @@ static kiln_status check_launch(kiln_loader* ld, uint32_t li, uint32_t g, int32_
   kiln_model* m = ld->m;
   kiln_launch_desc* L = &m->launches[li];
   if (L->kernel >= m->num_kernels)
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: launch %u names kernel %u of %u",
-                      li, L->kernel, m->num_kernels);
+    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: launch %u names kernel %u of %u", li,
+                      L->kernel, m->num_kernels);
   const kiln_kernel_desc* k = &m->kernel_descs[L->kernel];
   if (L->nargs != k->nargs)
     return kiln_error(KILN_INVALID_PACKAGE,
@@ -69,8 +69,8 @@ static kiln_status check_launch(kiln_loader* ld, uint32_t li, uint32_t g, int32_
     if (a == 0) {
       if (sd->kind != KILN_ABI_SLOT_ARENA && sd->kind != KILN_ABI_SLOT_OUTPUT)
         return kiln_error(KILN_INVALID_PACKAGE,
-                          "invalid package: launch %u writes an input or a constant (slot %u)",
-                          li, s);
+                          "invalid package: launch %u writes an input or a constant (slot %u)", li,
+                          s);
       if (written[s] != INT32_MAX)
         return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u is written twice", s);
       if (sd->kind == KILN_ABI_SLOT_ARENA && sd->first_group > g)
@@ -86,8 +86,8 @@ static kiln_status check_launch(kiln_loader* ld, uint32_t li, uint32_t g, int32_
                           li, g, s);
       if (sd->kind == KILN_ABI_SLOT_ARENA && sd->last_group < g)
         return kiln_error(KILN_INVALID_PACKAGE,
-                          "invalid package: slot %u is read in group %u after its lifetime ends",
-                          s, g);
+                          "invalid package: slot %u is read in group %u after its lifetime ends", s,
+                          g);
     }
   }
   written[L->args[0]] = -2; /* written in this group: visible from the next */
@@ -101,8 +101,7 @@ static kiln_status load_groups(kiln_loader* ld, uint64_t gdata, int32_t* written
   uint32_t li = 0;
   for (uint32_t g = 0; g < m->num_groups; ++g) {
     uint64_t gt = fbr_table_at(R, gdata, g), ld_data;
-    uint32_t nl =
-        fbr_vector(R, fbr_ref(R, fbr_field(R, gt, KILN_ABI_GROUP_LAUNCHES)), 4, &ld_data);
+    uint32_t nl = fbr_vector(R, fbr_ref(R, fbr_field(R, gt, KILN_ABI_GROUP_LAUNCHES)), 4, &ld_data);
     KILN_FB_CHECK(R);
     m->groups[g].first_launch = li;
     m->groups[g].num_launches = nl;
@@ -146,8 +145,7 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
   uint64_t total = 0; /* launches, to size m->launches */
   for (uint32_t g = 0; g < ngroups; ++g) {
     uint64_t gt = fbr_table_at(R, gdata, g), unused;
-    total +=
-        fbr_vector(R, fbr_ref(R, fbr_field(R, gt, KILN_ABI_GROUP_LAUNCHES)), 4, &unused);
+    total += fbr_vector(R, fbr_ref(R, fbr_field(R, gt, KILN_ABI_GROUP_LAUNCHES)), 4, &unused);
   }
   KILN_FB_CHECK(R);
   if (total > KILN_MAX_LAUNCHES) return kiln_loader_invalid("too many launches");
@@ -162,10 +160,10 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
     m->num_groups = ngroups;
     m->num_launches = (uint32_t)total;
     for (uint32_t s = 0; s < m->num_slots; ++s)
-      written[s] = (m->slots[s].kind == KILN_ABI_SLOT_INPUT ||
-                    m->slots[s].kind == KILN_ABI_SLOT_CONSTANT)
-                       ? -1
-                       : INT32_MAX;
+      written[s] =
+          (m->slots[s].kind == KILN_ABI_SLOT_INPUT || m->slots[s].kind == KILN_ABI_SLOT_CONSTANT)
+              ? -1
+              : INT32_MAX;
     st = load_groups(ld, gdata, written);
   }
   kiln_free(a, written);

@@ -36,8 +36,7 @@ static kiln_status load_tensor_list(kiln_loader* ld, int field, kiln_tensor_desc
         return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' has a bad shape",
                           d->name);
     if (kiln_mul_overflow(numel, kiln_dtype_size((kiln_dtype)d->dtype), &d->size_bytes))
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' is too large",
-                        d->name);
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' is too large", d->name);
   }
   return KILN_OK;
 }
@@ -93,8 +92,7 @@ static kiln_status load_selftest(kiln_loader* ld) {
 
 kiln_status kiln_load_tensors(kiln_loader* ld) {
   kiln_model* m = ld->m;
-  KILN_RETURN_IF_ERROR(
-      load_tensor_list(ld, KILN_ABI_PACKAGE_INPUTS, &m->inputs, &m->num_inputs));
+  KILN_RETURN_IF_ERROR(load_tensor_list(ld, KILN_ABI_PACKAGE_INPUTS, &m->inputs, &m->num_inputs));
   KILN_RETURN_IF_ERROR(
       load_tensor_list(ld, KILN_ABI_PACKAGE_OUTPUTS, &m->outputs, &m->num_outputs));
   return load_selftest(ld);
@@ -102,8 +100,7 @@ kiln_status kiln_load_tensors(kiln_loader* ld) {
 
 /* Slot |i|'s place: inside the arena or the constants, or the input/output it names (which
  * must name it back, with its dtype and size). */
-static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_desc* s,
-                              size_t es) {
+static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_desc* s, size_t es) {
   uint64_t end;
   switch (s->kind) {
     case KILN_ABI_SLOT_ARENA:
@@ -115,8 +112,7 @@ static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_d
                           i);
       return KILN_OK;
     case KILN_ABI_SLOT_CONSTANT:
-      if (kiln_add_overflow(s->offset, s->size, &end) || end > m->constants_size ||
-          s->offset % es)
+      if (kiln_add_overflow(s->offset, s->size, &end) || end > m->constants_size || s->offset % es)
         return kiln_error(KILN_INVALID_PACKAGE,
                           "invalid package: slot %u lies outside the constants or is misaligned",
                           i);
@@ -128,8 +124,8 @@ static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_d
       const kiln_tensor_desc* td = input ? m->inputs : m->outputs;
       if (s->index >= n || td[s->index].slot != i || td[s->index].dtype != s->dtype ||
           td[s->index].size_bytes != s->size)
-        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u does not match %s %u",
-                          i, input ? "input" : "output", s->index);
+        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u does not match %s %u", i,
+                          input ? "input" : "output", s->index);
       return KILN_OK;
     }
     default:
@@ -167,8 +163,7 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
     KILN_FB_CHECK(R);
     size_t es = kiln_dtype_size((kiln_dtype)s->dtype);
     if (!es)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u has dtype %u", i,
-                        s->dtype);
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u has dtype %u", i, s->dtype);
     if (kiln_mul_overflow(numel, es, &bytes) || bytes != s->size)
       return kiln_error(KILN_INVALID_PACKAGE,
                         "invalid package: slot %u size %llu does not match %llu elements", i,

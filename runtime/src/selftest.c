@@ -49,11 +49,13 @@ static double as_double(const uint8_t* p, uint8_t dtype, uint64_t i) {
   }
 }
 
-static double absd(double x) { return x < 0 ? -x : x; }  /* (no libm in the runtime) */
+static double absd(double x) {
+  return x < 0 ? -x : x;
+} /* (no libm in the runtime) */
 
 static int is_float(uint8_t dtype) {
-  return dtype == KILN_DTYPE_FLOAT32 || dtype == KILN_DTYPE_FLOAT64 || dtype == KILN_DTYPE_FLOAT16 ||
-         dtype == KILN_DTYPE_BFLOAT16;
+  return dtype == KILN_DTYPE_FLOAT32 || dtype == KILN_DTYPE_FLOAT64 ||
+         dtype == KILN_DTYPE_FLOAT16 || dtype == KILN_DTYPE_BFLOAT16;
 }
 
 /* The error of one output (see kiln_selftest_report). */
@@ -84,18 +86,24 @@ static double output_error(const kiln_tensor_desc* t, const uint8_t* got, const 
 }
 
 kiln_status kiln_model_has_selftest(const kiln_model* model, int* out_has) {
-  if (!model || !out_has) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_has_selftest: NULL argument");
+  if (!model || !out_has)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_has_selftest: NULL argument");
   *out_has = model->has_selftest;
   return KILN_OK;
 }
 
-kiln_status kiln_model_selftest(kiln_model* model, size_t num_threads, kiln_selftest_report* report) {
-  if (!model || !report) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_selftest: NULL argument");
+kiln_status kiln_model_selftest(kiln_model* model, size_t num_threads,
+                                kiln_selftest_report* report) {
+  if (!model || !report)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_selftest: NULL argument");
   if (report->struct_size < sizeof(kiln_selftest_report))
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_selftest: report->struct_size is %zu, expected %zu",
+    return kiln_error(KILN_INVALID_ARGUMENT,
+                      "kiln_model_selftest: report->struct_size is %zu, expected %zu",
                       report->struct_size, sizeof(kiln_selftest_report));
   if (!model->has_selftest)
-    return kiln_error(KILN_NOT_FOUND, "kiln_model_selftest: the package has no self-test (compile with --embed-selftest)");
+    return kiln_error(
+        KILN_NOT_FOUND,
+        "kiln_model_selftest: the package has no self-test (compile with --embed-selftest)");
   kiln_session_options o;
   kiln_session_options_init(&o);
   o.num_threads = num_threads;

@@ -11,10 +11,10 @@ struct kiln_session {
   kiln_pool* pool;
   uint8_t* arena;
   void* owned_arena;
-  void** slot_ptr;         /* the address of every slot */
-  void** owned_io;         /* session storage of each input then each output */
-  int* input_set;          /* nonzero once an input is set or bound */
-  void*** launch_args;     /* per launch: pointers to its argument buffers */
+  void** slot_ptr;     /* the address of every slot */
+  void** owned_io;     /* session storage of each input then each output */
+  int* input_set;      /* nonzero once an input is set or bound */
+  void*** launch_args; /* per launch: pointers to its argument buffers */
   void** arg_storage;
   int ran;
   int profile;
@@ -36,7 +36,8 @@ void kiln_session_options_init(kiln_session_options* o) {
 static void refresh_args(kiln_session* s) {
   const kiln_model* m = s->model;
   for (uint32_t l = 0; l < m->num_launches; ++l)
-    for (uint32_t a = 0; a < m->launches[l].nargs; ++a) s->launch_args[l][a] = s->slot_ptr[m->launches[l].args[a]];
+    for (uint32_t a = 0; a < m->launches[l].nargs; ++a)
+      s->launch_args[l][a] = s->slot_ptr[m->launches[l].args[a]];
 }
 
 kiln_status kiln_session_release(kiln_session* s) {
@@ -44,7 +45,8 @@ kiln_status kiln_session_release(kiln_session* s) {
   const kiln_allocator* a = s->allocator;
   kiln_pool_destroy(a, s->pool);
   if (s->owned_io)
-    for (uint32_t i = 0; i < s->model->num_inputs + s->model->num_outputs; ++i) kiln_free(a, s->owned_io[i]);
+    for (uint32_t i = 0; i < s->model->num_inputs + s->model->num_outputs; ++i)
+      kiln_free(a, s->owned_io[i]);
   kiln_free(a, s->owned_io);
   kiln_free(a, s->owned_arena);
   kiln_free(a, s->slot_ptr);
@@ -58,21 +60,27 @@ kiln_status kiln_session_release(kiln_session* s) {
   return KILN_OK;
 }
 
-kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o, kiln_session** out_session) {
-  if (!out_session) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_create: out_session is NULL");
+kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
+                                kiln_session** out_session) {
+  if (!out_session)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_create: out_session is NULL");
   *out_session = NULL;
   if (!m) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_create: model is NULL");
   kiln_session_options defaults;
   kiln_session_options_init(&defaults);
   if (!o) o = &defaults;
   if (o->struct_size < sizeof(kiln_session_options))
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_options.struct_size is %zu; call kiln_session_options_init", o->struct_size);
+    return kiln_error(KILN_INVALID_ARGUMENT,
+                      "kiln_session_options.struct_size is %zu; call kiln_session_options_init",
+                      o->struct_size);
   if (o->arena) {
     if (o->arena_size < m->arena_size)
-      return kiln_error(KILN_INVALID_ARGUMENT, "the supplied arena has %zu bytes, the model needs %llu", o->arena_size,
+      return kiln_error(KILN_INVALID_ARGUMENT,
+                        "the supplied arena has %zu bytes, the model needs %llu", o->arena_size,
                         (unsigned long long)m->arena_size);
     if ((uintptr_t)o->arena % m->arena_alignment)
-      return kiln_error(KILN_INVALID_ARGUMENT, "the supplied arena is not aligned to %u bytes", m->arena_alignment);
+      return kiln_error(KILN_INVALID_ARGUMENT, "the supplied arena is not aligned to %u bytes",
+                        m->arena_alignment);
   }
   const kiln_allocator* a = kiln_model_allocator(m);
   kiln_session* s = kiln_alloc(a, sizeof *s, 16);
@@ -100,9 +108,11 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o, ki
   if (o->arena) {
     s->arena = o->arena;
   } else {
-    s->owned_arena = kiln_alloc(a, (size_t)m->arena_size, m->arena_alignment < 64 ? 64 : m->arena_alignment);
+    s->owned_arena =
+        kiln_alloc(a, (size_t)m->arena_size, m->arena_alignment < 64 ? 64 : m->arena_alignment);
     if (!s->owned_arena) {
-      st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory allocating a %llu-byte arena", (unsigned long long)m->arena_size);
+      st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory allocating a %llu-byte arena",
+                      (unsigned long long)m->arena_size);
       goto fail;
     }
     s->arena = s->owned_arena;
@@ -119,10 +129,18 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o, ki
   for (uint32_t k = 0; k < m->num_slots; ++k) {
     const kiln_slot_desc* d = &m->slots[k];
     switch (d->kind) {
-      case KILN_ABI_SLOT_ARENA: s->slot_ptr[k] = s->arena + d->offset; break;
-      case KILN_ABI_SLOT_CONSTANT: s->slot_ptr[k] = (void*)(m->constants + d->offset); break;
-      case KILN_ABI_SLOT_INPUT: s->slot_ptr[k] = s->owned_io[d->index]; break;
-      default: s->slot_ptr[k] = s->owned_io[m->num_inputs + d->index]; break;
+      case KILN_ABI_SLOT_ARENA:
+        s->slot_ptr[k] = s->arena + d->offset;
+        break;
+      case KILN_ABI_SLOT_CONSTANT:
+        s->slot_ptr[k] = (void*)(m->constants + d->offset);
+        break;
+      case KILN_ABI_SLOT_INPUT:
+        s->slot_ptr[k] = s->owned_io[d->index];
+        break;
+      default:
+        s->slot_ptr[k] = s->owned_io[m->num_inputs + d->index];
+        break;
     }
   }
   {
@@ -152,24 +170,29 @@ fail:
   return st;
 }
 
-static kiln_status check_io(const kiln_session* s, size_t index, kiln_dtype dtype, const void* data, size_t size,
-                            int output, const char* what) {
+static kiln_status check_io(const kiln_session* s, size_t index, kiln_dtype dtype, const void* data,
+                            size_t size, int output, const char* what) {
   if (!s) return kiln_error(KILN_INVALID_ARGUMENT, "%s: session is NULL", what);
   const kiln_model* m = s->model;
   uint32_t n = output ? m->num_outputs : m->num_inputs;
-  if (index >= n) return kiln_error(KILN_INVALID_ARGUMENT, "%s: index %zu out of range (the model has %u %s)", what, index, n, output ? "outputs" : "inputs");
+  if (index >= n)
+    return kiln_error(KILN_INVALID_ARGUMENT, "%s: index %zu out of range (the model has %u %s)",
+                      what, index, n, output ? "outputs" : "inputs");
   const kiln_tensor_desc* t = output ? &m->outputs[index] : &m->inputs[index];
   /* A tensor with no elements has no bytes to point at: NULL is fine there. */
-  if (!data && t->size_bytes) return kiln_error(KILN_INVALID_ARGUMENT, "%s: data for '%s' is NULL", what, t->name);
+  if (!data && t->size_bytes)
+    return kiln_error(KILN_INVALID_ARGUMENT, "%s: data for '%s' is NULL", what, t->name);
   if ((unsigned)dtype != t->dtype)
-    return kiln_error(KILN_INVALID_ARGUMENT, "%s: '%s' is %s, given %s", what, t->name, kiln_dtype_name((kiln_dtype)t->dtype),
-                      kiln_dtype_name(dtype));
+    return kiln_error(KILN_INVALID_ARGUMENT, "%s: '%s' is %s, given %s", what, t->name,
+                      kiln_dtype_name((kiln_dtype)t->dtype), kiln_dtype_name(dtype));
   if (size != t->size_bytes)
-    return kiln_error(KILN_INVALID_ARGUMENT, "%s: '%s' has %llu bytes, given %zu", what, t->name, (unsigned long long)t->size_bytes, size);
+    return kiln_error(KILN_INVALID_ARGUMENT, "%s: '%s' has %llu bytes, given %zu", what, t->name,
+                      (unsigned long long)t->size_bytes, size);
   return KILN_OK;
 }
 
-kiln_status kiln_session_set_input(kiln_session* s, size_t index, kiln_dtype dtype, const void* data, size_t size) {
+kiln_status kiln_session_set_input(kiln_session* s, size_t index, kiln_dtype dtype,
+                                   const void* data, size_t size) {
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 0, "kiln_session_set_input"));
   const kiln_model* m = s->model;
   uint32_t slot = m->inputs[index].slot;
@@ -182,7 +205,8 @@ kiln_status kiln_session_set_input(kiln_session* s, size_t index, kiln_dtype dty
   return KILN_OK;
 }
 
-kiln_status kiln_session_bind_input(kiln_session* s, size_t index, kiln_dtype dtype, const void* data, size_t size) {
+kiln_status kiln_session_bind_input(kiln_session* s, size_t index, kiln_dtype dtype,
+                                    const void* data, size_t size) {
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 0, "kiln_session_bind_input"));
   s->slot_ptr[s->model->inputs[index].slot] = (void*)data;
   refresh_args(s);
@@ -190,7 +214,8 @@ kiln_status kiln_session_bind_input(kiln_session* s, size_t index, kiln_dtype dt
   return KILN_OK;
 }
 
-kiln_status kiln_session_bind_output(kiln_session* s, size_t index, kiln_dtype dtype, void* data, size_t size) {
+kiln_status kiln_session_bind_output(kiln_session* s, size_t index, kiln_dtype dtype, void* data,
+                                     size_t size) {
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 1, "kiln_session_bind_output"));
   s->slot_ptr[s->model->outputs[index].slot] = data;
   refresh_args(s);
@@ -222,14 +247,17 @@ kiln_status kiln_session_run(kiln_session* s) {
   if (!s) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_run: session is NULL");
   const kiln_model* m = s->model;
   for (uint32_t i = 0; i < m->num_inputs; ++i)
-    if (!s->input_set[i]) return kiln_error(KILN_FAILED_PRECONDITION, "kiln_session_run: input '%s' is not set", m->inputs[i].name);
+    if (!s->input_set[i])
+      return kiln_error(KILN_FAILED_PRECONDITION, "kiln_session_run: input '%s' is not set",
+                        m->inputs[i].name);
   for (uint32_t g = 0; g < m->num_groups; ++g) {
     s->cur_group = &m->groups[g];
     if (!s->profile) {
       kiln_pool_run(s->pool, m->groups[g].num_items, run_item, s);
       continue;
     }
-    for (uint32_t l = m->groups[g].first_launch; l < m->groups[g].first_launch + m->groups[g].num_launches; ++l) {
+    for (uint32_t l = m->groups[g].first_launch;
+         l < m->groups[g].first_launch + m->groups[g].num_launches; ++l) {
       s->cur_launch = l;
       double t0 = now_ms();
       kiln_pool_run(s->pool, m->launches[l].ntasks, run_item, s);
@@ -241,27 +269,40 @@ kiln_status kiln_session_run(kiln_session* s) {
   return KILN_OK;
 }
 
-kiln_status kiln_session_output(const kiln_session* s, size_t index, const void** out_data, size_t* out_size) {
-  if (!s || !out_data || !out_size) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_output: NULL argument");
+kiln_status kiln_session_output(const kiln_session* s, size_t index, const void** out_data,
+                                size_t* out_size) {
+  if (!s || !out_data || !out_size)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_output: NULL argument");
   const kiln_model* m = s->model;
   if (index >= m->num_outputs)
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_output: index %zu out of range (the model has %u outputs)", index, m->num_outputs);
-  if (!s->ran) return kiln_error(KILN_FAILED_PRECONDITION, "kiln_session_output: no run has completed on this session");
+    return kiln_error(KILN_INVALID_ARGUMENT,
+                      "kiln_session_output: index %zu out of range (the model has %u outputs)",
+                      index, m->num_outputs);
+  if (!s->ran)
+    return kiln_error(KILN_FAILED_PRECONDITION,
+                      "kiln_session_output: no run has completed on this session");
   *out_data = s->slot_ptr[m->outputs[index].slot];
   *out_size = (size_t)m->outputs[index].size_bytes;
   return KILN_OK;
 }
 
 kiln_status kiln_session_launch_count(const kiln_session* s, size_t* out_count) {
-  if (!s || !out_count) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_count: NULL argument");
+  if (!s || !out_count)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_count: NULL argument");
   *out_count = s->model->num_launches;
   return KILN_OK;
 }
 
-kiln_status kiln_session_launch_profile(const kiln_session* s, size_t index, size_t* out_kernel, uint64_t* out_runs, double* out_total_ms) {
-  if (!s || !out_kernel || !out_runs || !out_total_ms) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_profile: NULL argument");
-  if (!s->profile) return kiln_error(KILN_FAILED_PRECONDITION, "kiln_session_launch_profile: the session was created without profile");
-  if (index >= s->model->num_launches) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_profile: index %zu out of range", index);
+kiln_status kiln_session_launch_profile(const kiln_session* s, size_t index, size_t* out_kernel,
+                                        uint64_t* out_runs, double* out_total_ms) {
+  if (!s || !out_kernel || !out_runs || !out_total_ms)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_profile: NULL argument");
+  if (!s->profile)
+    return kiln_error(KILN_FAILED_PRECONDITION,
+                      "kiln_session_launch_profile: the session was created without profile");
+  if (index >= s->model->num_launches)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_profile: index %zu out of range",
+                      index);
   *out_kernel = s->model->launches[index].kernel;
   *out_runs = s->prof_runs[index];
   *out_total_ms = s->prof_ms[index];

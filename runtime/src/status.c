@@ -9,22 +9,35 @@ static _Thread_local char g_message[1024];
 
 const char* kiln_status_name(kiln_status s) {
   switch (s) {
-    case KILN_OK: return "KILN_OK";
-    case KILN_INVALID_ARGUMENT: return "KILN_INVALID_ARGUMENT";
-    case KILN_NOT_FOUND: return "KILN_NOT_FOUND";
-    case KILN_INVALID_PACKAGE: return "KILN_INVALID_PACKAGE";
-    case KILN_CHECKSUM_MISMATCH: return "KILN_CHECKSUM_MISMATCH";
-    case KILN_UNSUPPORTED: return "KILN_UNSUPPORTED";
-    case KILN_MISSING_CPU_FEATURE: return "KILN_MISSING_CPU_FEATURE";
-    case KILN_OUT_OF_MEMORY: return "KILN_OUT_OF_MEMORY";
-    case KILN_IO_ERROR: return "KILN_IO_ERROR";
-    case KILN_FAILED_PRECONDITION: return "KILN_FAILED_PRECONDITION";
-    case KILN_INTERNAL: return "KILN_INTERNAL";
+    case KILN_OK:
+      return "KILN_OK";
+    case KILN_INVALID_ARGUMENT:
+      return "KILN_INVALID_ARGUMENT";
+    case KILN_NOT_FOUND:
+      return "KILN_NOT_FOUND";
+    case KILN_INVALID_PACKAGE:
+      return "KILN_INVALID_PACKAGE";
+    case KILN_CHECKSUM_MISMATCH:
+      return "KILN_CHECKSUM_MISMATCH";
+    case KILN_UNSUPPORTED:
+      return "KILN_UNSUPPORTED";
+    case KILN_MISSING_CPU_FEATURE:
+      return "KILN_MISSING_CPU_FEATURE";
+    case KILN_OUT_OF_MEMORY:
+      return "KILN_OUT_OF_MEMORY";
+    case KILN_IO_ERROR:
+      return "KILN_IO_ERROR";
+    case KILN_FAILED_PRECONDITION:
+      return "KILN_FAILED_PRECONDITION";
+    case KILN_INTERNAL:
+      return "KILN_INTERNAL";
   }
   return "KILN_UNKNOWN_STATUS";
 }
 
-const char* kiln_last_error_message(void) { return g_message; }
+const char* kiln_last_error_message(void) {
+  return g_message;
+}
 
 kiln_status kiln_error(kiln_status status, const char* fmt, ...) {
   va_list ap;
@@ -45,13 +58,16 @@ void* kiln_alloc(const kiln_allocator* a, size_t size, size_t alignment) {
 
 void kiln_free(const kiln_allocator* a, void* p) {
   if (!p) return;
-  if (a) a->free(a->self, p);
-  else free(p);
+  if (a)
+    a->free(a->self, p);
+  else
+    free(p);
 }
 
 /* kiln.h's public dtype numbering is the package's (kiln_abi.h). */
-#define KILN_SAME_DTYPE(name) \
-  _Static_assert((int)KILN_DTYPE_##name == (int)KILN_ABI_DTYPE_##name, "kiln_dtype " #name " is not kiln_abi.h's")
+#define KILN_SAME_DTYPE(name)                                          \
+  _Static_assert((int)KILN_DTYPE_##name == (int)KILN_ABI_DTYPE_##name, \
+                 "kiln_dtype " #name " is not kiln_abi.h's")
 KILN_SAME_DTYPE(BOOL);
 KILN_SAME_DTYPE(INT8);
 KILN_SAME_DTYPE(INT16);
@@ -70,5 +86,9 @@ KILN_SAME_DTYPE(FLOAT64);
 static const size_t kSizes[KILN_ABI_DTYPE_COUNT] = KILN_ABI_DTYPE_SIZES;
 static const char* const kNames[KILN_ABI_DTYPE_COUNT] = KILN_ABI_DTYPE_NAMES;
 
-size_t kiln_dtype_size(kiln_dtype d) { return (unsigned)d < KILN_ABI_DTYPE_COUNT ? kSizes[d] : 0; }
-const char* kiln_dtype_name(kiln_dtype d) { return (unsigned)d < KILN_ABI_DTYPE_COUNT ? kNames[d] : "unknown"; }
+size_t kiln_dtype_size(kiln_dtype d) {
+  return (unsigned)d < KILN_ABI_DTYPE_COUNT ? kSizes[d] : 0;
+}
+const char* kiln_dtype_name(kiln_dtype d) {
+  return (unsigned)d < KILN_ABI_DTYPE_COUNT ? kNames[d] : "unknown";
+}

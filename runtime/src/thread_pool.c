@@ -21,9 +21,9 @@ struct kiln_pool {
   kiln_work_fn fn;
   void* ctx;
   _Atomic uint64_t limit; /* generation << 32 | item count */
-  _Atomic uint64_t next; /* generation << 32 | next item */
+  _Atomic uint64_t next;  /* generation << 32 | next item */
   _Atomic uint32_t done;
-  _Atomic uint32_t job;  /* generation of the current job */
+  _Atomic uint32_t job; /* generation of the current job */
   _Atomic int stop;
   _Atomic int sleepers;
 };
@@ -42,8 +42,11 @@ static void work(kiln_pool* p, uint32_t gen) {
     uint64_t v = atomic_load_explicit(&p->next, memory_order_acquire);
     uint64_t lim = atomic_load_explicit(&p->limit, memory_order_acquire);
     /* Both words must belong to this job: a late worker of an older one stops here. */
-    if ((uint32_t)(v >> 32) != gen || (uint32_t)(lim >> 32) != gen || (uint32_t)v >= (uint32_t)lim) return;
-    if (!atomic_compare_exchange_weak_explicit(&p->next, &v, v + 1, memory_order_acq_rel, memory_order_relaxed)) continue;
+    if ((uint32_t)(v >> 32) != gen || (uint32_t)(lim >> 32) != gen || (uint32_t)v >= (uint32_t)lim)
+      return;
+    if (!atomic_compare_exchange_weak_explicit(&p->next, &v, v + 1, memory_order_acq_rel,
+                                               memory_order_relaxed))
+      continue;
     p->fn(p->ctx, (uint32_t)v);
     atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
   }
@@ -61,7 +64,8 @@ static void* worker(void* arg) {
     if (gen == seen) {
       pthread_mutex_lock(&p->mu);
       atomic_fetch_add(&p->sleepers, 1);
-      while ((gen = atomic_load_explicit(&p->job, memory_order_acquire)) == seen && !atomic_load(&p->stop))
+      while ((gen = atomic_load_explicit(&p->job, memory_order_acquire)) == seen &&
+             !atomic_load(&p->stop))
         pthread_cond_wait(&p->wake, &p->mu);
       atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->mu);
@@ -137,7 +141,9 @@ struct kiln_pool {
 
 kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out) {
   (void)a;
-  if (num_workers > 0) return kiln_error(KILN_UNSUPPORTED, "this runtime is built without threads (KILN_RT_NO_THREADS)");
+  if (num_workers > 0)
+    return kiln_error(KILN_UNSUPPORTED,
+                      "this runtime is built without threads (KILN_RT_NO_THREADS)");
   *out = NULL;
   return KILN_OK;
 }

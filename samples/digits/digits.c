@@ -26,8 +26,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "digits: %s\n", err);
     return 1;
   }
-  if (images.dtype != KILN_DTYPE_FLOAT32 || images.rank != 4 || images.shape[2] != 8 || images.shape[3] != 8 ||
-      labels.dtype != KILN_DTYPE_INT64 || labels.rank != 1 || labels.shape[0] != images.shape[0]) {
+  if (images.dtype != KILN_DTYPE_FLOAT32 || images.rank != 4 || images.shape[2] != 8 ||
+      images.shape[3] != 8 || labels.dtype != KILN_DTYPE_INT64 || labels.rank != 1 ||
+      labels.shape[0] != images.shape[0]) {
     fprintf(stderr, "digits: expected float32[N,1,8,8] images and int64[N] labels\n");
     return 1;
   }
@@ -55,7 +56,8 @@ int main(int argc, char** argv) {
     for (int k = 1; k < 10; ++k)
       if (logits[k] > logits[best]) best = k;
     correct += best == truth[i];
-    printf("digit %d: predicted %d, true %lld%s\n", i, best, (long long)truth[i], best == truth[i] ? "" : "   <-- wrong");
+    printf("digit %d: predicted %d, true %lld%s\n", i, best, (long long)truth[i],
+           best == truth[i] ? "" : "   <-- wrong");
     for (int r = 0; r < 8; ++r) {
       printf("    ");
       for (int c = 0; c < 8; ++c) {

@@ -1,11 +1,12 @@
 /* The static sample: the digits model linked into the program at build time, the way a bare-metal
- * application uses kiln. `kilnc compile digits.onnx --emit static-lib --embed-data -o digits_static`
- * gives digits_static.a (the kernels and the package as a C array) and digits_static.h; this
- * program links them with libkiln_rt_bare (no threads) and gives the runtime a fixed memory pool,
- * so kiln never calls malloc, mmap or a dynamic loader. It classifies the held-out digits and
- * prints the accuracy and the pool use.
+ * application uses kiln. `kilnc compile digits.onnx --emit static-lib --embed-data -o
+ * digits_static` gives digits_static.a (the kernels and the package as a C array) and
+ * digits_static.h; this program links them with libkiln_rt_bare (no threads) and gives the runtime
+ * a fixed memory pool, so kiln never calls malloc, mmap or a dynamic loader. It classifies the
+ * held-out digits and prints the accuracy and the pool use.
  *
- *   static_digits TEST_IMAGES.npy TEST_LABELS.npy      (the .npy reading is the app's, not kiln's) */
+ *   static_digits TEST_IMAGES.npy TEST_LABELS.npy      (the .npy reading is the app's, not kiln's)
+ */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,10 +27,13 @@ static void* pool_alloc(void* self, size_t size, size_t alignment) {
   ++pool_allocs;
   return pool + start;
 }
-static void pool_free(void* self, void* p) { (void)self, (void)p; } /* released with the pool */
+static void pool_free(void* self, void* p) {
+  (void)self, (void)p;
+} /* released with the pool */
 
 static int fail(kiln_status s, const char* what) {
-  fprintf(stderr, "static_digits: %s: %s: %s\n", what, kiln_status_name(s), kiln_last_error_message());
+  fprintf(stderr, "static_digits: %s: %s: %s\n", what, kiln_status_name(s),
+          kiln_last_error_message());
   return 1;
 }
 
@@ -68,7 +72,8 @@ int main(int argc, char** argv) {
   const int64_t* truth = labels.data;
   int n = (int)images.shape[0], correct = 0;
   for (int i = 0; i < n; ++i) {
-    s = kiln_session_set_input(session, 0, KILN_DTYPE_FLOAT32, pixels + (size_t)i * 64, 64 * sizeof(float));
+    s = kiln_session_set_input(session, 0, KILN_DTYPE_FLOAT32, pixels + (size_t)i * 64,
+                               64 * sizeof(float));
     if (s == KILN_OK) s = kiln_session_run(session);
     const void* out;
     size_t size;
@@ -81,7 +86,8 @@ int main(int argc, char** argv) {
     correct += best == truth[i];
   }
   printf("accuracy: %d/%d = %.1f%%\n", correct, n, 100.0 * correct / n);
-  printf("kiln memory: %zu bytes in %zu allocations, all from the static pool\n", pool_used, pool_allocs);
+  printf("kiln memory: %zu bytes in %zu allocations, all from the static pool\n", pool_used,
+         pool_allocs);
   kiln_session_release(session);
   kiln_model_release(model);
   npy_free(&images);

@@ -40,8 +40,8 @@ Artifacts assembly_for(Graph& g, const Cpu& c, OptLevel level = OptLevel::Tiles)
 
 int count_matches(const std::string& text, const std::string& re) {
   std::regex r(re);
-  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), r),
-                                        std::sregex_iterator()));
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), r), std::sregex_iterator()));
 }
 
 TEST(CodegenShape, TheTargetDescriptionNamesTheCpusFacts) {
@@ -122,8 +122,9 @@ TEST(CodegenShape, OptLevelsDiffer) {
       g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
       Artifacts a = assembly_for(g, c, level);
       // The convolution (its padded input is a kernel of its own).
-      auto conv_kernel = std::find_if(a.optimized.begin(), a.optimized.end(),
-                                      [](const OptimizedKernel& k) { return is_contraction_kernel(k.ast); });
+      auto conv_kernel =
+          std::find_if(a.optimized.begin(), a.optimized.end(),
+                       [](const OptimizedKernel& k) { return is_contraction_kernel(k.ast); });
       ASSERT_NE(conv_kernel, a.optimized.end());
       opts.push_back(conv_kernel->opts);
     }

@@ -6,9 +6,9 @@
 
 #include <cmath>
 
-#include "compiler/target/target_info.h"
 #include "compiler/jit/jit.h"
 #include "compiler/support/error.h"
+#include "compiler/target/target_info.h"
 #include "compiler/tensor/nn.h"
 #include "tests/schedule/random_graph.h"
 
@@ -119,8 +119,9 @@ TEST(JitDifferential, OddPanelCountsTakeTwoVectorsWithTheLastGroupMasked) {
   NDArray w(dtypes::float32, {24, 32, 1, 1});
   for (int64_t i = 0; i < w.numel(); ++i)
     w.set(i, ConstValue::of_float(std::sin(0.37 * static_cast<double>(i))));
-  g.add_output("y", relu(conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}))
-                        .uop());
+  g.add_output(
+      "y", relu(conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}))
+               .uop());
   check_graph(g, 5, "24-channel 1x1 convolution");
 }
 

@@ -18,7 +18,8 @@ namespace {
 const TargetInfo& cpu(const std::string& name) {
   static std::map<std::string, TargetInfo> cache;
   auto it = cache.find(name);
-  if (it == cache.end()) it = cache.emplace(name, TargetInfo::create({"x86_64-linux-gnu", name})).first;
+  if (it == cache.end())
+    it = cache.emplace(name, TargetInfo::create({"x86_64-linux-gnu", name})).first;
   return it->second;
 }
 
@@ -72,13 +73,15 @@ TEST(LateLower, RoundingWithoutSse41IsAddAndSubtract) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {64});
   g.add_output("y", x.floor().add(x.ceil()).add(x.trunc()).add(x.round()).uop());
   const UOp* sse2 = lowered(g, cpu("x86-64"));
-  for (Op op : {Op::FLOOR, Op::CEIL, Op::TRUNC, Op::ROUND}) EXPECT_EQ(count(sse2, op), 0) << op_name(op);
+  for (Op op : {Op::FLOOR, Op::CEIL, Op::TRUNC, Op::ROUND})
+    EXPECT_EQ(count(sse2, op), 0) << op_name(op);
   EXPECT_GT(count(sse2, Op::BITCAST), 0);  // copysign on the bits
   Graph h;
   Tensor y = Tensor::input(h, "x", dtypes::float32, {64});
   h.add_output("y", y.floor().add(y.ceil()).add(y.trunc()).add(y.round()).uop());
   const UOp* avx2 = lowered(h, cpu("znver3"));
-  for (Op op : {Op::FLOOR, Op::CEIL, Op::TRUNC, Op::ROUND}) EXPECT_EQ(count(avx2, op), 1) << op_name(op);
+  for (Op op : {Op::FLOOR, Op::CEIL, Op::TRUNC, Op::ROUND})
+    EXPECT_EQ(count(avx2, op), 1) << op_name(op);
 }
 
 TEST(LateLower, FloatModIsAFusedMultiplyAdd) {
@@ -102,7 +105,8 @@ TEST(LateLower, HalfFloatsComputeInFloat32) {
     EXPECT_FALSE(has_scalar(ast, ScalarKind::BFloat16)) << name << ": bfloat16 is always emulated";
     for (const UOp* u : ast->toposort()) {
       if (alu_arity(u->op) && u->op != Op::WHERE) {
-        EXPECT_NE(u->dtype.scalar, ScalarKind::Float16) << name << ": " << op_name(u->op) << " on float16";
+        EXPECT_NE(u->dtype.scalar, ScalarKind::Float16)
+            << name << ": " << op_name(u->op) << " on float16";
       }
     }
     if (t.native_f16()) {

@@ -10,9 +10,9 @@
 #include <limits>
 #include <random>
 
-#include "compiler/target/target_info.h"
 #include "compiler/driver/compile.h"
 #include "compiler/jit/jit.h"
+#include "compiler/target/target_info.h"
 #include "compiler/tensor/tensor.h"
 
 namespace kiln {
@@ -35,11 +35,27 @@ long double ulp_of(long double x) {
 
 std::vector<double> points(uint64_t seed, double lo, double hi) {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> p = {0.0,   -0.0, 1.0,  -1.0, 0.5, 2.0, inf, -inf,
+  std::vector<double> p = {0.0,
+                           -0.0,
+                           1.0,
+                           -1.0,
+                           0.5,
+                           2.0,
+                           inf,
+                           -inf,
                            std::numeric_limits<double>::quiet_NaN(),
                            std::numeric_limits<double>::denorm_min(),
-                           std::numeric_limits<double>::min(), std::numeric_limits<double>::max(),
-                           709.78, 709.79, -745.1, -745.2, 1e-300, 1e300, 0.34, 0.36, 1e-9};
+                           std::numeric_limits<double>::min(),
+                           std::numeric_limits<double>::max(),
+                           709.78,
+                           709.79,
+                           -745.1,
+                           -745.2,
+                           1e-300,
+                           1e300,
+                           0.34,
+                           0.36,
+                           1e-9};
   std::mt19937_64 rng(seed);
   while (p.size() < kPoints / 3) p.push_back(std::bit_cast<double>(rng()));
   std::uniform_real_distribution<double> u(lo, hi);
@@ -62,8 +78,8 @@ Result measure(const std::vector<double>& x, const std::vector<double>* y, const
     auto mismatch = [&](const char* what) {
       if (r.special_mismatch++ == 0)
         r.first_special = std::string(what) + " at x=" + std::to_string(x[i]) +
-                          (y ? " y=" + std::to_string((*y)[i]) : "") +
-                          ": want " + std::to_string(wd) + " got " + std::to_string(g);
+                          (y ? " y=" + std::to_string((*y)[i]) : "") + ": want " +
+                          std::to_string(wd) + " got " + std::to_string(g);
     };
     if (std::isnan(wd)) {
       if (!std::isnan(g)) mismatch("NaN expected");
@@ -108,23 +124,23 @@ TEST(MathlibF64, Exp) {
   check(&Tensor::exp, [](long double x, long double) { return std::exp(x); }, -746, 710, "exp", 2);
 }
 TEST(MathlibF64, Exp2) {
-  check(&Tensor::exp2, [](long double x, long double) { return std::exp2(x); }, -1075, 1025,
-        "exp2", 2);
+  check(
+      &Tensor::exp2, [](long double x, long double) { return std::exp2(x); }, -1075, 1025, "exp2",
+      2);
 }
 TEST(MathlibF64, Log) {
   check(&Tensor::log, [](long double x, long double) { return std::log(x); }, 0, 100, "log", 2);
 }
 TEST(MathlibF64, Log2) {
-  check(&Tensor::log2, [](long double x, long double) { return std::log2(x); }, 0, 100, "log2",
-        2);
+  check(&Tensor::log2, [](long double x, long double) { return std::log2(x); }, 0, 100, "log2", 2);
 }
 TEST(MathlibF64, Tanh) {
-  check(&Tensor::tanh, [](long double x, long double) { return std::tanh(x); }, -20, 20, "tanh",
-        4);
+  check(&Tensor::tanh, [](long double x, long double) { return std::tanh(x); }, -20, 20, "tanh", 4);
 }
 TEST(MathlibF64, Sigmoid) {
-  check(&Tensor::sigmoid, [](long double x, long double) { return 1 / (1 + std::exp(-x)); }, -40,
-        40, "sigmoid", 4);
+  check(
+      &Tensor::sigmoid, [](long double x, long double) { return 1 / (1 + std::exp(-x)); }, -40, 40,
+      "sigmoid", 4);
 }
 
 TEST(MathlibF64, Pow) {

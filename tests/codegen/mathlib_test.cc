@@ -11,8 +11,8 @@
 #include <limits>
 #include <random>
 
-#include "compiler/target/target_info.h"
 #include "compiler/jit/jit.h"
+#include "compiler/target/target_info.h"
 #include "compiler/tensor/tensor.h"
 #include "tests/schedule/plan_util.h"
 

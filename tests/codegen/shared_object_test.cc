@@ -12,8 +12,8 @@
 
 #include "compiler/codegen/llvm/link.h"
 #include "compiler/driver/compile.h"
-#include "compiler/target/target_info.h"
 #include "compiler/support/error.h"
+#include "compiler/target/target_info.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/linalg.h"
 #include "compiler/tensor/nn.h"

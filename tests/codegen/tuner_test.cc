@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "compiler/target/target_info.h"
 #include "compiler/jit/jit.h"
 #include "compiler/jit/kernel_timer.h"
 #include "compiler/opt/choose_opts.h"
 #include "compiler/opt/tuning_cache.h"
 #include "compiler/support/error.h"
+#include "compiler/target/target_info.h"
 #include "compiler/tensor/linalg.h"
 #include "tests/schedule/plan_util.h"
 
@@ -23,7 +23,9 @@ const TargetInfo& host() {
 }
 
 TEST(TuningCache, OptsRoundTripAndBadLinesAreNamed) {
-  std::vector<Opt> opts = {{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}, {OptKind::Unroll, 2, 8},
+  std::vector<Opt> opts = {{OptKind::Upcast, 0, 4},
+                           {OptKind::Upcast, 1, 16},
+                           {OptKind::Unroll, 2, 8},
                            {OptKind::Parallel, 0, 16}};
   EXPECT_EQ(parse_opts(format_opts(opts)), opts);
   EXPECT_TRUE(parse_opts("-").empty());

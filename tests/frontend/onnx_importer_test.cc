@@ -27,8 +27,8 @@ struct ModelBuilder {
   }
   onnx::GraphProto& g() { return *m.mutable_graph(); }
   // dims: >= 0 fixed, else a dim parameter named by `params`.
-  void input(const std::string& name, std::vector<int64_t> dims, std::vector<std::string> params = {},
-             int type = onnx::TensorProto::FLOAT) {
+  void input(const std::string& name, std::vector<int64_t> dims,
+             std::vector<std::string> params = {}, int type = onnx::TensorProto::FLOAT) {
     auto* vi = g().add_input();
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
@@ -37,12 +37,15 @@ struct ModelBuilder {
     size_t p = 0;
     for (int64_t d : dims) {
       auto* dim = shape->add_dim();
-      if (d >= 0) dim->set_dim_value(d);
-      else dim->set_dim_param(params.at(p++));
+      if (d >= 0)
+        dim->set_dim_value(d);
+      else
+        dim->set_dim_param(params.at(p++));
     }
   }
   // dims: -1 is an unknown dim.
-  void output(const std::string& name, std::vector<int64_t> dims, int type = onnx::TensorProto::FLOAT) {
+  void output(const std::string& name, std::vector<int64_t> dims,
+              int type = onnx::TensorProto::FLOAT) {
     auto* vi = g().add_output();
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
@@ -53,8 +56,8 @@ struct ModelBuilder {
       if (d >= 0) dim->set_dim_value(d);
     }
   }
-  onnx::NodeProto& node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-                        const std::string& name = "") {
+  onnx::NodeProto& node(const std::string& op, std::vector<std::string> in,
+                        std::vector<std::string> out, const std::string& name = "") {
     auto* n = g().add_node();
     n->set_op_type(op);
     n->set_name(name.empty() ? out.at(0) + "_node" : name);
@@ -99,8 +102,10 @@ TEST(OnnxImporter, UnsupportedOpsAreCollectedIntoOneError) {
   } catch (const UnsupportedModel& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("2 problems"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("node 'first_bad' (Unique, opset 13): unsupported op"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("node 'second_bad' (NonMaxSuppression, opset 13)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("node 'first_bad' (Unique, opset 13): unsupported op"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("node 'second_bad' (NonMaxSuppression, opset 13)"), std::string::npos)
+        << msg;
   }
   EXPECT_TRUE(g.outputs().empty());  // nothing is built
 }
@@ -143,8 +148,9 @@ TEST(OnnxImporter, UnboundDynamicDimsAreListedByInputAndAxis) {
   shapes.shapes = {{"tokens", {2, 5}}, {"mask", {2, 5}}};
   EXPECT_EQ(import_error(b, shapes), "");
   shapes.shapes["mask"] = {3, 5};
-  EXPECT_NE(import_error(b, shapes).find("input 'mask': axis 0 is given as 3, the model fixes it to 2"),
-            std::string::npos);
+  EXPECT_NE(
+      import_error(b, shapes).find("input 'mask': axis 0 is given as 3, the model fixes it to 2"),
+      std::string::npos);
 }
 
 TEST(OnnxImporter, ShapeSubgraphsFoldOnceDimsAreBound) {
@@ -231,8 +237,9 @@ TEST(OnnxImporter, FreezeMakesACompileTimeInputAConstant) {
 
   OnnxImportOptions wrong;
   wrong.frozen.emplace("shape", NDArray(dtypes::int32, {2}));
-  EXPECT_NE(import_error(b, wrong).find("frozen input 'shape': the value is int32, the input is int64"),
-            std::string::npos);
+  EXPECT_NE(
+      import_error(b, wrong).find("frozen input 'shape': the value is int32, the input is int64"),
+      std::string::npos);
 }
 
 TEST(OnnxImporter, ExternalDataIsReadFromTheModelsFolder) {
@@ -281,7 +288,8 @@ TEST(OnnxImporter, ExternalDataIsReadFromTheModelsFolder) {
     import_onnx_model(escape.m, dir.string(), g2, o);
     FAIL() << "external data outside the model's folder was read";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("leaves the model's folder"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("leaves the model's folder"), std::string::npos)
+        << e.what();
   }
   fs::remove_all(dir);
 }
@@ -335,7 +343,8 @@ TEST(OnnxImporter, MalformedModelsGetClearErrors) {
     import_onnx(junk.string(), g, {});
     FAIL() << "a junk file imported";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("is not a valid ONNX model"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not a valid ONNX model"), std::string::npos)
+        << e.what();
   }
   fs::remove(junk);
 }

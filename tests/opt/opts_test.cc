@@ -4,8 +4,8 @@
 
 #include "compiler/opt/heuristics.h"
 #include "compiler/opt/opts.h"
-#include "compiler/tensor/nn.h"
 #include "compiler/support/error.h"
+#include "compiler/tensor/nn.h"
 #include "tests/schedule/random_graph.h"
 
 namespace kiln {
@@ -139,7 +139,9 @@ TEST(Heuristics, ConvolutionWindowsAreUnrolledCompletely) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 16, 16});
   NDArray w(dtypes::float32, {32, 16, 3, 3});
-  g.add_output("y", conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
   Plan p = plan_graph(g, {});
   ASSERT_EQ(p.programs.size(), 1u);
   const UOp* ast = p.programs[0].ast;
@@ -170,7 +172,9 @@ TEST(Heuristics, ConvolutionLaneAxisIsTheOneThatLoadsLess) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 58, 58});
   NDArray w(dtypes::float32, {64, 64, 3, 3});
-  g.add_output("y", conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
   Plan p = plan_graph(g, {});
   ASSERT_EQ(p.programs.size(), 1u);
   std::vector<Opt> upcasts;

@@ -69,8 +69,9 @@ TEST(SchemaAbi, MetadataChecksumSkipsThePayloadsAndTheField) {
   // Overlapping regions are refused.
   uint32_t crc;
   EXPECT_EQ(kiln_abi_metadata_crc32c(pkg.data(), pkg.size(), {16, 64}, {32, 64}, 200, 0, &crc), -1);
-  EXPECT_EQ(kiln_abi_metadata_crc32c(pkg.data(), pkg.size(), {pkg.size() - 4, 64}, {0, 0}, 8, 0, &crc),
-            -1);
+  EXPECT_EQ(
+      kiln_abi_metadata_crc32c(pkg.data(), pkg.size(), {pkg.size() - 4, 64}, {0, 0}, 8, 0, &crc),
+      -1);
 }
 
 }  // namespace

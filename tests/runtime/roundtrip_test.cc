@@ -5,10 +5,10 @@
 
 #include <cstring>
 
-#include "compiler/target/target_info.h"
 #include "compiler/driver/compile.h"
 #include "compiler/jit/jit.h"
 #include "compiler/support/error.h"
+#include "compiler/target/target_info.h"
 #include "kiln/kiln.h"
 #include "tests/schedule/random_graph.h"
 

@@ -20,8 +20,9 @@ kiln_selftest_report new_report() {
 
 TEST(SelfTest, AnEmbeddedSelfTestPassesOnTheCompilingMachine) {
   kiln_model* m = nullptr;
-  ASSERT_EQ(kiln_model_load_file(kiln::testing::package_path("convnet_selftest").c_str(), nullptr, &m),
-            KILN_OK)
+  ASSERT_EQ(
+      kiln_model_load_file(kiln::testing::package_path("convnet_selftest").c_str(), nullptr, &m),
+      KILN_OK)
       << kiln_last_error_message();
   int has = 0;
   ASSERT_EQ(kiln_model_has_selftest(m, &has), KILN_OK);
@@ -39,7 +40,8 @@ TEST(SelfTest, AnEmbeddedSelfTestPassesOnTheCompilingMachine) {
 }
 
 TEST(SelfTest, WrongExpectationsFailTheTestNotTheCall) {
-  std::vector<uint8_t> bytes = kiln::testing::read_bytes(kiln::testing::package_path("convnet_selftest"));
+  std::vector<uint8_t> bytes =
+      kiln::testing::read_bytes(kiln::testing::package_path("convnet_selftest"));
   ASSERT_FALSE(bytes.empty());
   // Tampering with the self-test's expectations: flip bytes one at a time until a load without
   // checksums still succeeds but the self-test fails — that byte belongs to the expectations.
@@ -66,7 +68,8 @@ TEST(SelfTest, WrongExpectationsFailTheTestNotTheCall) {
       EXPECT_GT(r.max_error, r.tolerance);
       // With checksums on, the same file is refused: the self-test is covered by the metadata CRC.
       kiln_model* strict = nullptr;
-      EXPECT_EQ(kiln_model_load_memory(t.data(), t.size(), nullptr, &strict), KILN_CHECKSUM_MISMATCH);
+      EXPECT_EQ(kiln_model_load_memory(t.data(), t.size(), nullptr, &strict),
+                KILN_CHECKSUM_MISMATCH);
     }
     kiln_model_release(m);
     if (i > 4096 && !failed_test) i += 7;  // the self-test data is near the start; skim the rest
@@ -76,7 +79,8 @@ TEST(SelfTest, WrongExpectationsFailTheTestNotTheCall) {
 
 TEST(SelfTest, MisuseIsReported) {
   kiln_model* plain = nullptr;
-  ASSERT_EQ(kiln_model_load_file(kiln::testing::package_path("convnet").c_str(), nullptr, &plain), KILN_OK);
+  ASSERT_EQ(kiln_model_load_file(kiln::testing::package_path("convnet").c_str(), nullptr, &plain),
+            KILN_OK);
   int has = 1;
   EXPECT_EQ(kiln_model_has_selftest(plain, &has), KILN_OK);
   EXPECT_FALSE(has);

@@ -41,12 +41,15 @@ std::vector<std::vector<uint8_t>> run(kiln_model* m) {
 
 TEST(StaticLoad, LinkedKernelsRunLikeThePackagedOnes) {
   kiln_model* linked = nullptr;
-  ASSERT_EQ(kiln_model_load_static(convnet_static_package, static_cast<size_t>(convnet_static_package_size),
+  ASSERT_EQ(kiln_model_load_static(convnet_static_package,
+                                   static_cast<size_t>(convnet_static_package_size),
                                    &convnet_static_kernels, nullptr, &linked),
             KILN_OK)
       << kiln_last_error_message();
   kiln_model* packaged = nullptr;
-  ASSERT_EQ(kiln_model_load_file(kiln::testing::package_path("convnet").c_str(), nullptr, &packaged), KILN_OK);
+  ASSERT_EQ(
+      kiln_model_load_file(kiln::testing::package_path("convnet").c_str(), nullptr, &packaged),
+      KILN_OK);
   EXPECT_EQ(run(linked), run(packaged));  // bit for bit: the same kernels
   EXPECT_EQ(kiln_model_release(linked), KILN_OK);
   EXPECT_EQ(kiln_model_release(packaged), KILN_OK);
@@ -54,28 +57,34 @@ TEST(StaticLoad, LinkedKernelsRunLikeThePackagedOnes) {
 
 TEST(StaticLoad, MismatchesAreRefused) {
   kiln_model* m = nullptr;
-  EXPECT_EQ(kiln_model_load_static(convnet_static_package, static_cast<size_t>(convnet_static_package_size),
-                                   nullptr, nullptr, &m),
+  EXPECT_EQ(kiln_model_load_static(convnet_static_package,
+                                   static_cast<size_t>(convnet_static_package_size), nullptr,
+                                   nullptr, &m),
             KILN_INVALID_ARGUMENT);
   // A static package through the other loader.
-  EXPECT_EQ(kiln_model_load_memory(convnet_static_package, static_cast<size_t>(convnet_static_package_size),
-                                   nullptr, &m),
+  EXPECT_EQ(kiln_model_load_memory(convnet_static_package,
+                                   static_cast<size_t>(convnet_static_package_size), nullptr, &m),
             KILN_INVALID_PACKAGE);
-  EXPECT_NE(std::strstr(kiln_last_error_message(), "kiln_model_load_static"), nullptr) << kiln_last_error_message();
+  EXPECT_NE(std::strstr(kiln_last_error_message(), "kiln_model_load_static"), nullptr)
+      << kiln_last_error_message();
   // Another model's kernels.
-  EXPECT_EQ(kiln_model_load_static(convnet_static_package, static_cast<size_t>(convnet_static_package_size),
+  EXPECT_EQ(kiln_model_load_static(convnet_static_package,
+                                   static_cast<size_t>(convnet_static_package_size),
                                    &digits_static_kernels, nullptr, &m),
             KILN_INVALID_PACKAGE);
-  EXPECT_NE(std::strstr(kiln_last_error_message(), "belong to another package"), nullptr) << kiln_last_error_message();
+  EXPECT_NE(std::strstr(kiln_last_error_message(), "belong to another package"), nullptr)
+      << kiln_last_error_message();
   // Something that is not an entry table.
   static const uint32_t junk[8] = {1, 2, 3, 4};
-  EXPECT_EQ(kiln_model_load_static(convnet_static_package, static_cast<size_t>(convnet_static_package_size),
-                                   junk, nullptr, &m),
-            KILN_INVALID_PACKAGE);
+  EXPECT_EQ(
+      kiln_model_load_static(convnet_static_package,
+                             static_cast<size_t>(convnet_static_package_size), junk, nullptr, &m),
+      KILN_INVALID_PACKAGE);
   // A package with its own code through the static loader.
   std::vector<uint8_t> plain = kiln::testing::read_bytes(kiln::testing::package_path("convnet"));
-  EXPECT_EQ(kiln_model_load_static(plain.data(), plain.size(), &convnet_static_kernels, nullptr, &m),
-            KILN_INVALID_PACKAGE);
+  EXPECT_EQ(
+      kiln_model_load_static(plain.data(), plain.size(), &convnet_static_kernels, nullptr, &m),
+      KILN_INVALID_PACKAGE);
   EXPECT_EQ(m, nullptr);
 }
 

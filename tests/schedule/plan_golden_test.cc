@@ -199,14 +199,15 @@ TEST(PlanGolden, AConvolutionsEpilogueStaysWithItAndIsNotRecomputedByTheNextOne)
   }
   EXPECT_EQ(convs, 2);
   bool epilogue_kept = false;
-  for (const auto& line : p.fusion_log) epilogue_kept |= line.find("epilogue of a reduction") != std::string::npos;
+  for (const auto& line : p.fusion_log)
+    epilogue_kept |= line.find("epilogue of a reduction") != std::string::npos;
   EXPECT_TRUE(epilogue_kept);
 }
 
 TEST(PlanGolden, AResidualBlockOutputReadTwiceIsComputedOnce) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 6, 6});
-  Tensor block = relu(conv3x3(g, x, 8, "w1").add(x));          // read by the skip and by conv2
+  Tensor block = relu(conv3x3(g, x, 8, "w1").add(x));  // read by the skip and by conv2
   g.add_output("y", relu(conv3x3(g, block, 8, "w2").add(block)).uop());
   Plan p = plan_and_check(g);
   int convs = 0;
@@ -222,7 +223,8 @@ TEST(PlanGolden, AConvolutionFeedingAGlobalPoolKeepsItsOwnKernel) {
   // The pool walks the convolution's outputs in its reduce loops: inlined, the convolution could
   // not be tiled; kept, it is a kernel over (16, 7, 7) and the pool a small kernel after it.
   bool explained = false;
-  for (const auto& line : p.fusion_log) explained |= line.find("walked by the consumer's reduce loops") != std::string::npos;
+  for (const auto& line : p.fusion_log)
+    explained |= line.find("walked by the consumer's reduce loops") != std::string::npos;
   EXPECT_TRUE(explained);
   for (const Launch& l : p.launches) EXPECT_LE(reductions_in(p, l), 1) << l.what;
 }
@@ -232,13 +234,15 @@ TEST(PlanGolden, ASlidingWindowDoesNotInlineTheReductionItReads) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 12, 12});
   Tensor w = Tensor::weight(g, "w", filled(dtypes::float32, {4, 1, 3, 3}, 0.1));
-  ConvParams dw{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 4};  // unpadded: the window reads the reduction directly
+  ConvParams dw{
+      {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 4};  // unpadded: the window reads the reduction directly
   Tensor y = conv(conv(x, w, nullptr, dw), w, nullptr, dw);
   g.add_output("y", y.uop());
   Plan p = plan_and_check(g);
   for (const Launch& l : p.launches) EXPECT_LE(reductions_in(p, l), 1) << l.what;
   bool revisit = false;
-  for (const auto& line : p.fusion_log) revisit |= line.find("revisits values") != std::string::npos;
+  for (const auto& line : p.fusion_log)
+    revisit |= line.find("revisits values") != std::string::npos;
   EXPECT_TRUE(revisit);
 }
 
@@ -260,7 +264,8 @@ TEST(PlanGolden, AConstantMatmulOperandIsPackedIntoPanelsAtCompileTime) {
   for (int64_t j = 0; j < 8; ++j)
     for (int64_t k = 0; k < 32; ++k)
       for (int64_t l = 0; l < 8; ++l)
-        ASSERT_EQ(data.get((j * 32 + k) * 8 + l).as_double(), static_cast<double>(k * 64 + j * 8 + l));
+        ASSERT_EQ(data.get((j * 32 + k) * 8 + l).as_double(),
+                  static_cast<double>(k * 64 + j * 8 + l));
   // The index selects the panel with n / 8 and the lane with n % 8: the heuristics still see N as
   // a contiguous lane axis (the last upcast, a multiple of the panel).
   std::vector<Opt> opts = default_opts(p.programs[0].ast, OptTarget{32, 16});

@@ -12,7 +12,9 @@ typedef __m512 vec;
 #define LANES 16
 #define FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define SET1(x) _mm512_set1_ps(x)
-static float hsum(vec v) { return _mm512_reduce_add_ps(v); }
+static float hsum(vec v) {
+  return _mm512_reduce_add_ps(v);
+}
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 typedef __m256 vec;
@@ -30,7 +32,9 @@ typedef float32x4_t vec;
 #define LANES 4
 #define FMA(a, b, c) vfmaq_f32(c, a, b)
 #define SET1(x) vdupq_n_f32(x)
-static float hsum(vec v) { return vaddvq_f32(v); }
+static float hsum(vec v) {
+  return vaddvq_f32(v);
+}
 #else
 #error "fma_peak needs AVX-512, AVX2+FMA or NEON"
 #endif

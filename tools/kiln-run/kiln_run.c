@@ -25,7 +25,8 @@
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N] [--profile] "
+          "usage: kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] "
+          "[--repeat N] [--profile] "
           "[--info]\n       kiln-run PACKAGE --selftest [--threads N]\n");
 }
 
@@ -73,9 +74,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = NULL;
-#define VALUE(flag)                                                        \
-  (strncmp(a, flag "=", strlen(flag) + 1) == 0 ? a + strlen(flag) + 1       \
-   : (strcmp(a, flag) == 0 && i + 1 < argc)    ? argv[++i]                  \
+#define VALUE(flag)                                                   \
+  (strncmp(a, flag "=", strlen(flag) + 1) == 0 ? a + strlen(flag) + 1 \
+   : (strcmp(a, flag) == 0 && i + 1 < argc)    ? argv[++i]            \
                                                : NULL)
     if (!strncmp(a, "--input", 7) && (v = VALUE("--input"))) {
       const char* eq = strchr(v, '=');
@@ -141,7 +142,8 @@ int main(int argc, char** argv) {
       kiln_tensor_info t;
       t.struct_size = sizeof t;
       kiln_model_output_info(model, o, &t);
-      printf("selftest: output '%s': error %.3g (tolerance %.3g)\n", t.name, rep.output_error[o], rep.tolerance);
+      printf("selftest: output '%s': error %.3g (tolerance %.3g)\n", t.name, rep.output_error[o],
+             rep.tolerance);
     }
     printf("selftest: %s\n", rep.passed ? "passed" : "FAILED");
     kiln_model_release(model);
@@ -156,7 +158,8 @@ int main(int argc, char** argv) {
   npy_array arrays[MAX_INPUTS];
   int n_arrays = 0;
   if (check(kiln_session_create(model, &so, &session), "creating a session")) goto out;
-  double ready_ms = now_ms() - t0; /* load + session: what an application waits before its first run */
+  double ready_ms =
+      now_ms() - t0; /* load + session: what an application waits before its first run */
   size_t n_inputs;
   kiln_model_input_count(model, &n_inputs);
   for (int i = 0; i < n_in; ++i) {
@@ -174,10 +177,13 @@ int main(int argc, char** argv) {
     int shape_ok = arr->rank == t.rank;
     for (size_t k = 0; shape_ok && k < t.rank; ++k) shape_ok = arr->shape[k] == t.shape[k];
     if (!shape_ok) {
-      fprintf(stderr, "kiln-run: --input %s: '%s' has a different shape than the model's input\n", in_name[i], in_file[i]);
+      fprintf(stderr, "kiln-run: --input %s: '%s' has a different shape than the model's input\n",
+              in_name[i], in_file[i]);
       goto out;
     }
-    if (check(kiln_session_set_input(session, idx, arr->dtype, arr->data, arr->size_bytes), "--input")) goto out;
+    if (check(kiln_session_set_input(session, idx, arr->dtype, arr->data, arr->size_bytes),
+              "--input"))
+      goto out;
   }
   if (check(kiln_session_run(session), "running")) goto out;
   if (repeat > 0) {
@@ -192,7 +198,8 @@ int main(int argc, char** argv) {
       times[r] = now_ms() - s;
     }
     qsort(times, (size_t)repeat, sizeof(double), cmp_double);
-    double median = repeat % 2 ? times[repeat / 2] : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
+    double median =
+        repeat % 2 ? times[repeat / 2] : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
     printf("latency_ms: min=%.4f median=%.4f\n", times[0], median);
     printf("ready_ms: %.3f\n", ready_ms);
     free(times);
@@ -208,7 +215,8 @@ int main(int argc, char** argv) {
       const char* name;
       kiln_session_launch_profile(session, l, &k, &runs, &ms);
       kiln_model_kernel_name(model, k, &name);
-      printf("%-6zu %-10s %8llu %12.4f\n", l, name, (unsigned long long)runs, runs ? ms / (double)runs : 0.0);
+      printf("%-6zu %-10s %8llu %12.4f\n", l, name, (unsigned long long)runs,
+             runs ? ms / (double)runs : 0.0);
     }
   }
   if (out_dir) {

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char* kDescr[] = {"|b1", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "<f2", NULL, "<f4", "<f8"};
+static const char* kDescr[] = {"|b1", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2",
+                               "<u4", "<u8", "<f2", NULL,  "<f4", "<f8"};
 
 static int fail(char* err, size_t n, const char* msg, const char* path) {
   snprintf(err, n, "%s: %s", path, msg);
@@ -77,25 +78,37 @@ int npy_read(const char* path, npy_array* out, char* err, size_t err_size) {
   return 0;
 }
 
-int npy_write(const char* path, kiln_dtype dtype, size_t rank, const int64_t* shape, const void* data, size_t size_bytes,
-              char* err, size_t err_size) {
-  if ((unsigned)dtype > 12 || !kDescr[dtype]) return fail(err, err_size, "dtype has no .npy form", path);
+int npy_write(const char* path, kiln_dtype dtype, size_t rank, const int64_t* shape,
+              const void* data, size_t size_bytes, char* err, size_t err_size) {
+  if ((unsigned)dtype > 12 || !kDescr[dtype])
+    return fail(err, err_size, "dtype has no .npy form", path);
   char shp[512] = "(";
   for (size_t i = 0; i < rank; ++i) {
     char b[32];
-    snprintf(b, sizeof b, "%lld%s", (long long)shape[i], rank == 1 ? "," : (i + 1 < rank ? ", " : ""));
+    snprintf(b, sizeof b, "%lld%s", (long long)shape[i],
+             rank == 1 ? "," : (i + 1 < rank ? ", " : ""));
     strncat(shp, b, sizeof shp - strlen(shp) - 1);
   }
   strncat(shp, ")", sizeof shp - strlen(shp) - 1);
   char header[1024];
-  int n = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", kDescr[dtype], shp);
+  int n = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                   kDescr[dtype], shp);
   size_t total = 10 + (size_t)n + 1, pad = (64 - total % 64) % 64;
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE* f = fopen(tmp, "wb");
   if (!f) return fail(err, err_size, "cannot write", path);
   size_t hlen = (size_t)n + pad + 1;
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xFF), (unsigned char)(hlen >> 8)};
+  unsigned char pre[10] = {0x93,
+                           'N',
+                           'U',
+                           'M',
+                           'P',
+                           'Y',
+                           1,
+                           0,
+                           (unsigned char)(hlen & 0xFF),
+                           (unsigned char)(hlen >> 8)};
   int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(header, 1, (size_t)n, f) == (size_t)n;
   for (size_t i = 0; ok && i < pad; ++i) ok = fputc(' ', f) != EOF;
   ok = ok && fputc('\n', f) != EOF && fwrite(data, 1, size_bytes, f) == size_bytes;

@@ -34,12 +34,16 @@ std::string usage() {
          "                           tasks; 2: register tiles and unrolls (default)\n"
          "  --input NAME=FILE.npy    run, --embed-selftest: a value for an input (repeatable)\n"
          "  --output-dir DIR         run: where outputs are written as NAME.npy\n"
-         "  --dump-ir=STAGE[,...]    print the IR after stages: " + stages + ", all\n"
+         "  --dump-ir=STAGE[,...]    print the IR after stages: " +
+         stages +
+         ", all\n"
          "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
          "kiln-dump)\n"
          "  --explain-fusion         log every fusion decision\n"
-         "  --embed-data             --emit static-lib: put the package in the archive as a C array\n"
-         "  --embed-selftest         compile: store inputs (--input files, or seeded random values)\n"
+         "  --embed-data             --emit static-lib: put the package in the archive as a C "
+         "array\n"
+         "  --embed-selftest         compile: store inputs (--input files, or seeded random "
+         "values)\n"
          "                           and this machine's outputs for kiln_model_selftest / kiln-run "
          "--selftest\n"
          "  --beam N                 tune contraction kernels: time candidates on this machine,\n"
@@ -53,19 +57,27 @@ std::string usage() {
 const char* flag_for(kiln::Option o) {
   using kiln::Option;
   switch (o) {
-    case Option::InputShape: return "--shape NAME=D0,D1,...";
-    case Option::DimParam: return "--dim PARAM=N";
-    case Option::Freeze: return "--freeze NAME=FILE.npy";
-    case Option::Target: return "--target";
-    case Option::Cpu: return "--cpu";
-    case Option::Beam: return "--beam";
-    case Option::TuningCache: return "--tuning-cache PATH";
-    case Option::Input: return "--input";
-    case Option::DumpIr: return "--dump-ir";
+    case Option::InputShape:
+      return "--shape NAME=D0,D1,...";
+    case Option::DimParam:
+      return "--dim PARAM=N";
+    case Option::Freeze:
+      return "--freeze NAME=FILE.npy";
+    case Option::Target:
+      return "--target";
+    case Option::Cpu:
+      return "--cpu";
+    case Option::Beam:
+      return "--beam";
+    case Option::TuningCache:
+      return "--tuning-cache PATH";
+    case Option::Input:
+      return "--input";
+    case Option::DumpIr:
+      return "--dump-ir";
   }
   return "?";
 }
-
 
 namespace {
 
@@ -88,13 +100,15 @@ kiln::Shape parse_dims(const std::string& s, const std::string& flag) {
 int64_t parse_int(const std::string& s, const std::string& flag, int64_t lo, int64_t hi) {
   kiln::Shape n = parse_dims(s, flag);
   if (n.size() != 1 || n[0] < lo || n[0] > hi)
-    throw UsageError(flag + " wants a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    throw UsageError(flag + " wants a number from " + std::to_string(lo) + " to " +
+                     std::to_string(hi));
   return n[0];
 }
 
 std::pair<std::string, std::string> name_value(const std::string& v, const std::string& flag) {
   size_t eq = v.find('=');
-  if (eq == std::string::npos || eq == 0) throw UsageError(flag + " wants NAME=VALUE, got '" + v + "'");
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(flag + " wants NAME=VALUE, got '" + v + "'");
   return {v.substr(0, eq), v.substr(eq + 1)};
 }
 
@@ -135,22 +149,34 @@ Args parse_args(int argc, char** argv) {
     } else if (is("--opt-level")) {
       a.opt_level = static_cast<int>(parse_int(value("--opt-level"), "--opt-level", 0, 2));
     } else if (s == "-o" || is("--output")) {
-      a.output = s == "-o" ? (i + 1 < argc ? argv[++i] : throw UsageError("-o needs a value")) : value("--output");
+      a.output = s == "-o" ? (i + 1 < argc ? argv[++i] : throw UsageError("-o needs a value"))
+                           : value("--output");
     } else if (is("--emit")) {
       a.emit = value("--emit");
     } else if (is("--input")) {
       a.inputs.push_back(name_value(value("--input"), "--input"));
-    } else if (is("--tuning-cache")) a.tuning_cache = value("--tuning-cache");
-    else if (is("--dump-dir")) a.dump_dir = value("--dump-dir");
-    else if (is("--target")) a.target.triple = value("--target");
-    else if (is("--cpu")) a.target.cpu = value("--cpu");
-    else if (is("--output-dir")) a.output_dir = value("--output-dir");
-    else if (s == "--json") a.json = true;
-    else if (s == "--embed-selftest") c.embed_selftest = true;
-    else if (s == "--embed-data") c.embed_package = true;
-    else if (s == "--time-passes") a.time_passes = true;
-    else if (s == "--quiet") a.quiet = true;
-    else if (s == "--explain-fusion") c.explain_fusion = true;
+    } else if (is("--tuning-cache"))
+      a.tuning_cache = value("--tuning-cache");
+    else if (is("--dump-dir"))
+      a.dump_dir = value("--dump-dir");
+    else if (is("--target"))
+      a.target.triple = value("--target");
+    else if (is("--cpu"))
+      a.target.cpu = value("--cpu");
+    else if (is("--output-dir"))
+      a.output_dir = value("--output-dir");
+    else if (s == "--json")
+      a.json = true;
+    else if (s == "--embed-selftest")
+      c.embed_selftest = true;
+    else if (s == "--embed-data")
+      c.embed_package = true;
+    else if (s == "--time-passes")
+      a.time_passes = true;
+    else if (s == "--quiet")
+      a.quiet = true;
+    else if (s == "--explain-fusion")
+      c.explain_fusion = true;
     else if (s == "-h" || s == "--help") {
       std::cout << usage();
       std::exit(0);
@@ -167,18 +193,24 @@ Args parse_args(int argc, char** argv) {
   if (pos.size() != 2) throw UsageError(a.command + " takes one MODEL");
   a.model = pos[1];
   static const std::vector<std::pair<std::string, kiln::Emit>> kinds = {
-      {"package", kiln::Emit::Package},  {"static-lib", kiln::Emit::StaticLibrary},
-      {"llvm-ir", kiln::Emit::LlvmIr},   {"asm", kiln::Emit::Assembly},
-      {"object", kiln::Emit::Object},    {"shared-object", kiln::Emit::SharedObject}};
-  auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == a.emit; });
+      {"package", kiln::Emit::Package}, {"static-lib", kiln::Emit::StaticLibrary},
+      {"llvm-ir", kiln::Emit::LlvmIr},  {"asm", kiln::Emit::Assembly},
+      {"object", kiln::Emit::Object},   {"shared-object", kiln::Emit::SharedObject}};
+  auto kind =
+      std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == a.emit; });
   if (kind == kinds.end())
-    throw UsageError("--emit wants package, static-lib, llvm-ir, asm, object or shared-object, got '" + a.emit + "'");
-  c.emit = a.command == "plan" ? kiln::Emit::Plan : a.command == "run" ? kiln::Emit::Jit : kind->second;
+    throw UsageError(
+        "--emit wants package, static-lib, llvm-ir, asm, object or shared-object, got '" + a.emit +
+        "'");
+  c.emit = a.command == "plan"  ? kiln::Emit::Plan
+           : a.command == "run" ? kiln::Emit::Jit
+                                : kind->second;
   if (a.command == "compile" && a.output.empty()) throw UsageError("compile needs -o OUT");
   if (a.command == "run" && a.output_dir.empty()) throw UsageError("run needs --output-dir DIR");
   if (c.embed_selftest && c.emit != kiln::Emit::Package && c.emit != kiln::Emit::StaticLibrary)
     throw UsageError("--embed-selftest goes with compile --emit package or static-lib");
-  if (c.embed_package && c.emit != kiln::Emit::StaticLibrary) throw UsageError("--embed-data goes with --emit static-lib");
+  if (c.embed_package && c.emit != kiln::Emit::StaticLibrary)
+    throw UsageError("--embed-data goes with --emit static-lib");
   if (a.command == "compile" && !a.inputs.empty() && !c.embed_selftest)
     throw UsageError("compile takes --input files only for --embed-selftest");
   if (a.opt_level == 0 && (c.tuning.beam > 0 || !a.tuning_cache.empty()))

@@ -24,7 +24,7 @@ struct Args {
   int opt_level = 2;
   bool json = false, time_passes = false, quiet = false;
   std::vector<std::pair<std::string, std::string>> inputs;  // NAME, FILE.npy
-  std::vector<std::string> frozen_flags;                     // as given, for the provenance
+  std::vector<std::string> frozen_flags;                    // as given, for the provenance
 };
 
 std::string usage();

@@ -28,7 +28,8 @@ std::vector<std::string> provenance_flags(const Args& a, const kiln::TargetInfo&
                                 "--opt-level=" + std::to_string(a.opt_level)};
   for (const auto& [name, shape] : a.compile.model.shapes)
     f.push_back("--shape=" + name + "=" + kiln::shape_str(shape));
-  for (const auto& [param, n] : a.compile.model.dims) f.push_back("--dim=" + param + "=" + std::to_string(n));
+  for (const auto& [param, n] : a.compile.model.dims)
+    f.push_back("--dim=" + param + "=" + std::to_string(n));
   f.insert(f.end(), a.frozen_flags.begin(), a.frozen_flags.end());
   if (a.compile.emit == kiln::Emit::StaticLibrary) f.push_back("--emit=static-lib");
   return f;
@@ -37,7 +38,9 @@ std::vector<std::string> provenance_flags(const Args& a, const kiln::TargetInfo&
 // Output file names: characters outside [A-Za-z0-9._-] become '_'.
 std::string file_name_for(const std::string& name) {
   std::string r;
-  for (char c : name) r += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  for (char c : name)
+    r +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
   return r.empty() ? "_" : r;
 }
 
@@ -61,8 +64,9 @@ int run(Args& a) {
     kiln::NpyArray arr = kiln::read_npy(file);
     c.inputs.emplace(name, kiln::NDArray(arr.dtype, arr.shape, std::move(arr.data)));
   }
-  kiln::TargetInfo target = a.target.triple.empty() && a.target.cpu.empty() ? kiln::TargetInfo::host()
-                                                                             : kiln::TargetInfo::create(a.target);
+  kiln::TargetInfo target = a.target.triple.empty() && a.target.cpu.empty()
+                                ? kiln::TargetInfo::host()
+                                : kiln::TargetInfo::create(a.target);
   c.target = &target;
   c.provenance_flags = provenance_flags(a, target);
   kiln::TuningCache cache;
@@ -88,9 +92,12 @@ int run(Args& a) {
       std::filesystem::create_directories(a.output_dir);
       for (const auto& o : art.graph->outputs()) {
         const kiln::NDArray& arr = outputs.at(o.name);
-        std::string path = (std::filesystem::path(a.output_dir) / (file_name_for(o.name) + ".npy")).string();
-        kiln::write_file(path, kiln::serialize_npy(kiln::NpyArray{arr.dtype(), arr.shape(), arr.bytes()}));
-        std::cout << o.name << ": " << arr.dtype().str() << kiln::shape_str(arr.shape()) << " -> " << path << "\n";
+        std::string path =
+            (std::filesystem::path(a.output_dir) / (file_name_for(o.name) + ".npy")).string();
+        kiln::write_file(
+            path, kiln::serialize_npy(kiln::NpyArray{arr.dtype(), arr.shape(), arr.bytes()}));
+        std::cout << o.name << ": " << arr.dtype().str() << kiln::shape_str(arr.shape()) << " -> "
+                  << path << "\n";
       }
       break;
     }
@@ -99,11 +106,21 @@ int run(Args& a) {
       kiln::write_file(art.static_prefix + ".h", art.header);
       if (!c.embed_package) kiln::write_file(art.static_prefix + ".kiln", art.package);
       break;
-    case kiln::Emit::Package: kiln::write_file(a.output, art.package); break;
-    case kiln::Emit::LlvmIr: kiln::write_file(a.output, art.llvm_ir); break;
-    case kiln::Emit::Assembly: kiln::write_file(a.output, art.assembly); break;
-    case kiln::Emit::Object: kiln::write_file(a.output, art.object); break;
-    case kiln::Emit::SharedObject: kiln::write_file(a.output, art.shared_object); break;
+    case kiln::Emit::Package:
+      kiln::write_file(a.output, art.package);
+      break;
+    case kiln::Emit::LlvmIr:
+      kiln::write_file(a.output, art.llvm_ir);
+      break;
+    case kiln::Emit::Assembly:
+      kiln::write_file(a.output, art.assembly);
+      break;
+    case kiln::Emit::Object:
+      kiln::write_file(a.output, art.object);
+      break;
+    case kiln::Emit::SharedObject:
+      kiln::write_file(a.output, art.shared_object);
+      break;
   }
   return 0;
 }
@@ -123,8 +140,10 @@ int main(int argc, char** argv) {
   } catch (const kiln::Error& e) {
     // The library names options in neutral words; say how kilnc spells them.
     std::string flag, hints;
-    if (auto* oe = dynamic_cast<const kiln::OptionError*>(&e)) flag = std::string(kilnc::flag_for(oe->option())) + ": ";
-    for (kiln::Option h : e.hints()) hints += std::string(hints.empty() ? "" : ", ") + kilnc::flag_for(h);
+    if (auto* oe = dynamic_cast<const kiln::OptionError*>(&e))
+      flag = std::string(kilnc::flag_for(oe->option())) + ": ";
+    for (kiln::Option h : e.hints())
+      hints += std::string(hints.empty() ? "" : ", ") + kilnc::flag_for(h);
     std::fprintf(stderr, "kilnc: error: %s%s%s\n", flag.c_str(), e.what(),
                  hints.empty() ? "" : ("\n  (kilnc: " + hints + ")").c_str());
     return 1;

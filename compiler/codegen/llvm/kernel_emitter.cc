@@ -424,7 +424,8 @@ class Emitter {
     bool nsw = d.scalar == ScalarKind::Index;
     switch (op) {
       case Op::ADD:
-        return flt ? b_.CreateFAdd(s[0], s[1], "", nullptr) : b_.CreateAdd(s[0], s[1], "", false, nsw);
+        return flt ? b_.CreateFAdd(s[0], s[1], "", nullptr)
+                   : b_.CreateAdd(s[0], s[1], "", false, nsw);
       case Op::MUL:
         return flt ? b_.CreateFMul(s[0], s[1]) : b_.CreateMul(s[0], s[1], "", false, nsw);
       case Op::FDIV:

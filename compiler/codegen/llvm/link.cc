@@ -15,8 +15,8 @@
 #include <mutex>
 
 #include "compiler/codegen/llvm/module_builder.h"
-#include "compiler/target/target_info.h"
 #include "compiler/support/error.h"
+#include "compiler/target/target_info.h"
 
 LLD_HAS_DRIVER(elf)
 
@@ -134,7 +134,8 @@ std::string check_shared_object(const std::vector<uint8_t>& so, const TargetInfo
     }
     if (sec.sh_type == llvm::ELF::SHT_REL) return "REL relocations (only RELA RELATIVE is allowed)";
   }
-  if (!table) return std::string("the entry table ") + KILN_ABI_ENTRY_TABLE_SYMBOL + " is not exported";
+  if (!table)
+    return std::string("the entry table ") + KILN_ABI_ENTRY_TABLE_SYMBOL + " is not exported";
   return "";
 }
 

@@ -195,8 +195,8 @@ bool provides_f64(Op op) {
 llvm::Value* emit(llvm::IRBuilder<>& b, Op op, llvm::Value* x, llvm::Value* y) {
   llvm::Type* t = x->getType();
   bool f64 = t->getScalarType()->isDoubleTy();
-  KILN_CHECK(t->getScalarType()->isFloatTy() || (f64 && provides_f64(op)), "mathlib: ",
-             op_name(op), " wants float32 operands");
+  KILN_CHECK(t->getScalarType()->isFloatTy() || (f64 && provides_f64(op)), "mathlib: ", op_name(op),
+             " wants float32 operands");
   llvm::Module* mod = b.GetInsertBlock()->getModule();
   std::string name = std::string("kiln.") + op_name(op) + "." + type_suffix(t);
   llvm::Function* fn = mod->getFunction(name);

@@ -10,8 +10,8 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "compiler/codegen/llvm/kernel_emitter.h"
-#include "compiler/target/target_info.h"
 #include "compiler/support/error.h"
+#include "compiler/target/target_info.h"
 
 namespace kiln {
 

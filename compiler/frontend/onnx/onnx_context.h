@@ -52,13 +52,17 @@ class NodeContext {
   int64_t attr_int(const std::string& a, std::optional<int64_t> dflt = std::nullopt);
   double attr_float(const std::string& a, std::optional<double> dflt = std::nullopt);
   std::string attr_string(const std::string& a, std::optional<std::string> dflt = std::nullopt);
-  std::vector<int64_t> attr_ints(const std::string& a, std::optional<std::vector<int64_t>> dflt = std::nullopt);
-  std::vector<double> attr_floats(const std::string& a, std::optional<std::vector<double>> dflt = std::nullopt);
+  std::vector<int64_t> attr_ints(const std::string& a,
+                                 std::optional<std::vector<int64_t>> dflt = std::nullopt);
+  std::vector<double> attr_floats(const std::string& a,
+                                  std::optional<std::vector<double>> dflt = std::nullopt);
   const onnx::TensorProto* attr_tensor(const std::string& a);
   const onnx::GraphProto* attr_graph(const std::string& a);
 
   size_t num_outputs() const { return static_cast<size_t>(node_.output_size()); }
-  bool wants_output(size_t i) const { return static_cast<int>(i) < node_.output_size() && !node_.output(static_cast<int>(i)).empty(); }
+  bool wants_output(size_t i) const {
+    return static_cast<int>(i) < node_.output_size() && !node_.output(static_cast<int>(i)).empty();
+  }
   // Shape inference's element type of output i (or -1).
   int output_type(size_t i) const;
 

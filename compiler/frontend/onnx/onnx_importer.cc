@@ -21,11 +21,14 @@ struct DependsOnFailure {};
 
 class Importer {
  public:
-  Importer(Graph& g, const OnnxImportOptions& o, std::string dir) : g_(g), opts_(o), dir_(std::move(dir)), eval_(g) {}
+  Importer(Graph& g, const OnnxImportOptions& o, std::string dir)
+      : g_(g), opts_(o), dir_(std::move(dir)), eval_(g) {}
 
   void run(onnx::ModelProto& m);
-  Tensor frozen_input(const std::string& name, const onnx::TypeProto_Tensor& tt, const NDArray& value);
-  void check_option_names(const onnx::GraphProto& graph, const std::unordered_map<std::string, const onnx::TensorProto*>& inits);
+  Tensor frozen_input(const std::string& name, const onnx::TypeProto_Tensor& tt,
+                      const NDArray& value);
+  void check_option_names(const onnx::GraphProto& graph,
+                          const std::unordered_map<std::string, const onnx::TensorProto*>& inits);
 
   Graph& g_;
   const OnnxImportOptions& opts_;
@@ -46,39 +49,52 @@ class Importer {
   std::string depends_on_input(const UOp* u) {
     if (auto it = first_input_.find(u); it != first_input_.end()) return it->second;
     for (const UOp* n : u->toposort())
-      if (n->op == Op::BUFFER && n->buffer().kind == BufferKind::Input) return first_input_[u] = n->buffer().name;
+      if (n->op == Op::BUFFER && n->buffer().kind == BufferKind::Input)
+        return first_input_[u] = n->buffer().name;
     return first_input_[u] = "";
   }
 
   const NDArray& const_value(const Tensor& t, const NodeContext& n, size_t input) {
     std::string dep = depends_on_input(t.uop());
     if (!dep.empty())
-      throw Unsupported("input " + std::to_string(input) + " ('" + n.node().input(static_cast<int>(input)) +
-                            "') must be known at compile time, but it depends on the model input '" + dep +
-                            "' (freezing '" + dep + "', giving its value at compile time, makes that input a constant)",
-                        {Option::Freeze});
+      throw Unsupported(
+          "input " + std::to_string(input) + " ('" + n.node().input(static_cast<int>(input)) +
+              "') must be known at compile time, but it depends on the model input '" + dep +
+              "' (freezing '" + dep +
+              "', giving its value at compile time, makes that input a constant)",
+          {Option::Freeze});
     return eval_.eval(t.uop());
   }
 };
 
 // ---------------------------------------------------------------- NodeContext
 
-NodeContext::NodeContext(Importer& imp, const onnx::NodeProto& node, int opset) : imp_(imp), node_(node), opset_(opset) {
-  name_ = node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name();
+NodeContext::NodeContext(Importer& imp, const onnx::NodeProto& node, int opset)
+    : imp_(imp), node_(node), opset_(opset) {
+  name_ =
+      node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name();
 }
 
-Graph& NodeContext::graph() { return imp_.g_; }
+Graph& NodeContext::graph() {
+  return imp_.g_;
+}
 
-bool NodeContext::has_input(size_t i) const { return static_cast<int>(i) < node_.input_size() && !node_.input(static_cast<int>(i)).empty(); }
+bool NodeContext::has_input(size_t i) const {
+  return static_cast<int>(i) < node_.input_size() && !node_.input(static_cast<int>(i)).empty();
+}
 
 Tensor NodeContext::input(size_t i) {
   if (!has_input(i)) invalid("input " + std::to_string(i) + " is missing");
   return imp_.value(node_.input(static_cast<int>(i)));
 }
 
-const NDArray& NodeContext::const_input(size_t i) { return imp_.const_value(input(i), *this, i); }
+const NDArray& NodeContext::const_input(size_t i) {
+  return imp_.const_value(input(i), *this, i);
+}
 
-bool NodeContext::input_is_const(size_t i) { return imp_.depends_on_input(input(i).uop()).empty(); }
+bool NodeContext::input_is_const(size_t i) {
+  return imp_.depends_on_input(input(i).uop()).empty();
+}
 
 std::vector<int64_t> NodeContext::const_ints(size_t i) {
   const NDArray& a = const_input(i);
@@ -101,7 +117,9 @@ const onnx::AttributeProto* NodeContext::attr(const std::string& a) const {
   return nullptr;
 }
 
-bool NodeContext::has_attr(const std::string& a) const { return attr(a) != nullptr; }
+bool NodeContext::has_attr(const std::string& a) const {
+  return attr(a) != nullptr;
+}
 
 int64_t NodeContext::attr_int(const std::string& a, std::optional<int64_t> dflt) {
   const auto* p = attr(a);
@@ -130,7 +148,8 @@ std::string NodeContext::attr_string(const std::string& a, std::optional<std::st
   return p->s();
 }
 
-std::vector<int64_t> NodeContext::attr_ints(const std::string& a, std::optional<std::vector<int64_t>> dflt) {
+std::vector<int64_t> NodeContext::attr_ints(const std::string& a,
+                                            std::optional<std::vector<int64_t>> dflt) {
   const auto* p = attr(a);
   if (!p) {
     if (!dflt) invalid("missing attribute '" + a + "'");
@@ -139,7 +158,8 @@ std::vector<int64_t> NodeContext::attr_ints(const std::string& a, std::optional<
   return std::vector<int64_t>(p->ints().begin(), p->ints().end());
 }
 
-std::vector<double> NodeContext::attr_floats(const std::string& a, std::optional<std::vector<double>> dflt) {
+std::vector<double> NodeContext::attr_floats(const std::string& a,
+                                             std::optional<std::vector<double>> dflt) {
   const auto* p = attr(a);
   if (!p) {
     if (!dflt) invalid("missing attribute '" + a + "'");
@@ -170,34 +190,43 @@ Tensor NodeContext::constant(NDArray a) {
 }
 
 Tensor NodeContext::scalar(double v, DType d) {
-  ConstValue c = d.is_float() ? ConstValue::of_float(v) : ConstValue::of_int(static_cast<int64_t>(v));
+  ConstValue c =
+      d.is_float() ? ConstValue::of_float(v) : ConstValue::of_int(static_cast<int64_t>(v));
   return Tensor::scalar(imp_.g_, c, d);
 }
 
-void NodeContext::unsupported(const std::string& why) const { throw Unsupported(why); }
-void NodeContext::invalid(const std::string& why) const { throw Error(why); }
+void NodeContext::unsupported(const std::string& why) const {
+  throw Unsupported(why);
+}
+void NodeContext::invalid(const std::string& why) const {
+  throw Error(why);
+}
 
 // ---------------------------------------------------------------- the model
 
-Tensor Importer::frozen_input(const std::string& name, const onnx::TypeProto_Tensor& tt, const NDArray& value) {
+Tensor Importer::frozen_input(const std::string& name, const onnx::TypeProto_Tensor& tt,
+                              const NDArray& value) {
   std::string want = "frozen input '" + name + "': ";
   auto bad = [](const std::string& msg) { return OptionError(Option::Freeze, msg); };
   if (dtype_of(tt.elem_type()) != value.dtype())
-    throw bad(want + "the value is " + value.dtype().str() + ", the input is " + dtype_of(tt.elem_type()).str());
+    throw bad(want + "the value is " + value.dtype().str() + ", the input is " +
+              dtype_of(tt.elem_type()).str());
   if (tt.has_shape()) {
     if (tt.shape().dim_size() != static_cast<int>(value.shape().size()))
       throw bad(want + "the value has shape " + shape_str(value.shape()) + ", the input has rank " +
                 std::to_string(tt.shape().dim_size()));
     for (int i = 0; i < tt.shape().dim_size(); ++i)
-      if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != value.shape()[static_cast<size_t>(i)])
-        throw bad(want + "the value has shape " + shape_str(value.shape()) + ", the input's axis " + std::to_string(i) +
-                  " is " + std::to_string(tt.shape().dim(i).dim_value()));
+      if (tt.shape().dim(i).has_dim_value() &&
+          tt.shape().dim(i).dim_value() != value.shape()[static_cast<size_t>(i)])
+        throw bad(want + "the value has shape " + shape_str(value.shape()) + ", the input's axis " +
+                  std::to_string(i) + " is " + std::to_string(tt.shape().dim(i).dim_value()));
   }
   return Tensor::weight(g_, g_.fresh_name(name), value);
 }
 
-void Importer::check_option_names(const onnx::GraphProto& graph,
-                                  const std::unordered_map<std::string, const onnx::TensorProto*>& inits) {
+void Importer::check_option_names(
+    const onnx::GraphProto& graph,
+    const std::unordered_map<std::string, const onnx::TensorProto*>& inits) {
   std::set<std::string> inputs, params;
   for (const auto& in : graph.input()) {
     if (inits.count(in.name())) continue;
@@ -213,24 +242,27 @@ void Importer::check_option_names(const onnx::GraphProto& graph,
   };
   for (const auto& [name, _] : opts_.shapes)
     if (!inputs.count(name))
-      throw OptionError(Option::InputShape, "the model has no input named '" + name + "' (inputs: " + list(inputs) + ")");
+      throw OptionError(Option::InputShape, "the model has no input named '" + name +
+                                                "' (inputs: " + list(inputs) + ")");
   for (const auto& [name, _] : opts_.frozen)
     if (!inputs.count(name))
-      throw OptionError(Option::Freeze, "the model has no input named '" + name + "' (inputs: " + list(inputs) + ")");
+      throw OptionError(Option::Freeze, "the model has no input named '" + name +
+                                            "' (inputs: " + list(inputs) + ")");
   for (const auto& [param, _] : opts_.dims)
     if (!params.count(param))
-      throw OptionError(Option::DimParam,
-                        "no input has a dim parameter named '" + param + "' (parameters: " + list(params) + ")");
+      throw OptionError(Option::DimParam, "no input has a dim parameter named '" + param +
+                                              "' (parameters: " + list(params) + ")");
 }
 
 void Importer::run(onnx::ModelProto& m) {
   int opset = -1;
   std::vector<std::string> problems;
   std::vector<Option> hints;  // options that would fix some of the problems
-  bool invalid = false;       // a problem that is not a missing capability (an invalid model or a bug)
+  bool invalid = false;  // a problem that is not a missing capability (an invalid model or a bug)
   auto report = [&] {
     if (problems.empty()) return;
-    std::string msg = "the model cannot be imported (" + std::to_string(problems.size()) + " problem" + (problems.size() > 1 ? "s" : "") + "):";
+    std::string msg = "the model cannot be imported (" + std::to_string(problems.size()) +
+                      " problem" + (problems.size() > 1 ? "s" : "") + "):";
     for (const auto& p : problems) msg += "\n  " + p;
     if (!invalid) throw UnsupportedModel(msg, hints);
     throw Error(msg, hints);
@@ -240,12 +272,14 @@ void Importer::run(onnx::ModelProto& m) {
   }
   if (opset < 0) {
     std::string domains;
-    for (const auto& op : m.opset_import()) domains += (domains.empty() ? "'" : ", '") + op.domain() + "'";
-    throw UnsupportedModel("the model imports no version of the default ONNX domain, only " + domains +
-                           ", which kiln does not support");
+    for (const auto& op : m.opset_import())
+      domains += (domains.empty() ? "'" : ", '") + op.domain() + "'";
+    throw UnsupportedModel("the model imports no version of the default ONNX domain, only " +
+                           domains + ", which kiln does not support");
   }
   if (opset > 17)
-    throw UnsupportedModel("the model uses ONNX opset " + std::to_string(opset) + "; kiln imports opsets up to 17");
+    throw UnsupportedModel("the model uses ONNX opset " + std::to_string(opset) +
+                           "; kiln imports opsets up to 17");
   if (opts_.run_checker) {
     try {
       onnx::checker::check_model(m);
@@ -267,7 +301,8 @@ void Importer::run(onnx::ModelProto& m) {
 
   std::unordered_map<std::string, const onnx::TensorProto*> inits;
   for (const auto& t : graph.initializer()) inits[t.name()] = &t;
-  if (graph.sparse_initializer_size() > 0) problems.push_back("the model has sparse initializers, which kiln does not support");
+  if (graph.sparse_initializer_size() > 0)
+    problems.push_back("the model has sparse initializers, which kiln does not support");
 
   check_option_names(graph, inits);
 
@@ -276,7 +311,8 @@ void Importer::run(onnx::ModelProto& m) {
   for (const auto& in : graph.input()) {
     if (inits.count(in.name())) continue;
     if (!in.type().has_tensor_type()) {
-      problems.push_back("input '" + in.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+      problems.push_back("input '" + in.name() +
+                         "' is not a tensor (sequences, maps and optionals are not supported)");
       continue;
     }
     const auto& tt = in.type().tensor_type();
@@ -296,12 +332,17 @@ void Importer::run(onnx::ModelProto& m) {
     if (given != opts_.shapes.end()) {
       shape = given->second;
       if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(shape.size()))
-        throw OptionError(Option::InputShape, "input '" + in.name() + "' given " + std::to_string(shape.size()) +
-                                                  " dims, the model's input has " + std::to_string(tt.shape().dim_size()));
+        throw OptionError(Option::InputShape, "input '" + in.name() + "' given " +
+                                                  std::to_string(shape.size()) +
+                                                  " dims, the model's input has " +
+                                                  std::to_string(tt.shape().dim_size()));
       for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i)
-        if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != shape[static_cast<size_t>(i)])
-          throw OptionError(Option::InputShape, "input '" + in.name() + "': axis " + std::to_string(i) + " is given as " +
-                                                    std::to_string(shape[static_cast<size_t>(i)]) + ", the model fixes it to " +
+        if (tt.shape().dim(i).has_dim_value() &&
+            tt.shape().dim(i).dim_value() != shape[static_cast<size_t>(i)])
+          throw OptionError(Option::InputShape, "input '" + in.name() + "': axis " +
+                                                    std::to_string(i) + " is given as " +
+                                                    std::to_string(shape[static_cast<size_t>(i)]) +
+                                                    ", the model fixes it to " +
                                                     std::to_string(tt.shape().dim(i).dim_value()));
     } else if (!tt.has_shape()) {
       unbound.push_back("input '" + in.name() + "': the rank is unknown (give its shape)");
@@ -327,7 +368,9 @@ void Importer::run(onnx::ModelProto& m) {
   }
   report();  // unsupported inputs first: their dims do not matter
   if (!unbound.empty()) {
-    std::string msg = "the model has dynamic dims that are not bound (give input shapes or dim parameter values):";
+    std::string msg =
+        "the model has dynamic dims that are not bound (give input shapes or dim parameter "
+        "values):";
     for (const auto& u : unbound) msg += "\n  " + u;
     throw Error(msg, {Option::InputShape, Option::DimParam});
   }
@@ -341,8 +384,11 @@ void Importer::run(onnx::ModelProto& m) {
 
   const OpRegistry& reg = op_registry();
   for (const auto& node : graph.node()) {
-    std::string where = "node '" + (node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name()) +
-                        "' (" + node.op_type() + ", opset " + std::to_string(opset) + ")";
+    std::string where =
+        "node '" +
+        (node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?"))
+                             : node.name()) +
+        "' (" + node.op_type() + ", opset " + std::to_string(opset) + ")";
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
       problems.push_back(where + ": domain '" + node.domain() + "' is not supported");
       continue;
@@ -359,7 +405,9 @@ void Importer::run(onnx::ModelProto& m) {
       const auto* at_model = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
       const auto* at_7 = onnx::OpSchemaRegistry::Schema(node.op_type(), 7);
       if (!at_model || !at_7 || at_model->SinceVersion() != at_7->SinceVersion()) {
-        problems.push_back(where + ": kiln implements this op from its opset-7 definition; the model uses an older one");
+        problems.push_back(
+            where +
+            ": kiln implements this op from its opset-7 definition; the model uses an older one");
         continue;
       }
     }
@@ -367,7 +415,8 @@ void Importer::run(onnx::ModelProto& m) {
     try {
       std::vector<Tensor> out = it->second(ctx);
       for (size_t i = 0; i < out.size() && static_cast<int>(i) < node.output_size(); ++i)
-        if (!node.output(static_cast<int>(i)).empty()) values_[node.output(static_cast<int>(i))] = out[i];
+        if (!node.output(static_cast<int>(i)).empty())
+          values_[node.output(static_cast<int>(i))] = out[i];
     } catch (const DependsOnFailure&) {
       // an input comes from a node already reported
     } catch (const Unsupported& e) {
@@ -408,7 +457,8 @@ const OpRegistry& op_registry() {
 
 }  // namespace onnxfe
 
-void import_onnx_model(onnx::ModelProto& model, const std::string& dir, Graph& g, const OnnxImportOptions& o) {
+void import_onnx_model(onnx::ModelProto& model, const std::string& dir, Graph& g,
+                       const OnnxImportOptions& o) {
   onnxfe::Importer(g, o, dir).run(model);
 }
 
@@ -416,7 +466,8 @@ void import_onnx(const std::string& path, Graph& g, const OnnxImportOptions& o) 
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("cannot open ONNX model '" + path + "'");
   onnx::ModelProto m;
-  if (!m.ParseFromIstream(&f)) throw Error("'" + path + "' is not a valid ONNX model (protobuf parse failed)");
+  if (!m.ParseFromIstream(&f))
+    throw Error("'" + path + "' is not a valid ONNX model (protobuf parse failed)");
   std::string dir = std::filesystem::path(path).parent_path().string();
   import_onnx_model(m, dir.empty() ? "." : dir, g, o);
 }

@@ -33,8 +33,8 @@ class UnsupportedModel : public Error {
 };
 
 struct OnnxImportOptions {
-  std::map<std::string, Shape> shapes;   // input shapes by name
-  std::map<std::string, int64_t> dims;   // values of dim parameters
+  std::map<std::string, Shape> shapes;  // input shapes by name
+  std::map<std::string, int64_t> dims;  // values of dim parameters
   // Frozen inputs: each becomes a constant with this value (for inputs that must be known at
   // compile time, such as a Reshape's shape fed by a model input); the package does not have
   // that input.
@@ -44,6 +44,7 @@ struct OnnxImportOptions {
 
 void import_onnx(const std::string& path, Graph& g, const OnnxImportOptions& o);
 // `dir` resolves external data.
-void import_onnx_model(onnx::ModelProto& model, const std::string& dir, Graph& g, const OnnxImportOptions& o);
+void import_onnx_model(onnx::ModelProto& model, const std::string& dir, Graph& g,
+                       const OnnxImportOptions& o);
 
 }  // namespace kiln

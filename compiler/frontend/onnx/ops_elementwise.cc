@@ -12,7 +12,9 @@ namespace {
 
 using V = std::vector<Tensor>;
 
-Tensor zeros_like(const Tensor& x) { return x.like(0.0).expand(x.shape()); }
+Tensor zeros_like(const Tensor& x) {
+  return x.like(0.0).expand(x.shape());
+}
 
 // atan for |x| <= 1 by a minimax-style odd polynomial (max error ~1e-7), extended by symmetry.
 Tensor atan_of(const Tensor& x) {
@@ -20,9 +22,10 @@ Tensor atan_of(const Tensor& x) {
   Tensor big = a.gt(1.0);
   Tensor t = big.where(a.recip(), a);
   Tensor t2 = t.mul(t);
-  static const double c[] = {0.99999999999997, -0.33333333325359, 0.19999999625186, -0.14285672399413, 0.11109908237993,
-                             -0.09085391853286, 0.07575536066467, -0.06062766908219, 0.04291745298212, -0.02338453007624,
-                             0.00842929566537, -0.00146993924551};
+  static const double c[] = {0.99999999999997,  -0.33333333325359, 0.19999999625186,
+                             -0.14285672399413, 0.11109908237993,  -0.09085391853286,
+                             0.07575536066467,  -0.06062766908219, 0.04291745298212,
+                             -0.02338453007624, 0.00842929566537,  -0.00146993924551};
   Tensor p = t2.like(c[11]).expand(t2.shape());
   for (int k = 10; k >= 0; --k) p = p.mul(t2).add(c[k]);
   Tensor r = p.mul(t);
@@ -137,10 +140,13 @@ void register_elementwise_ops(OpRegistry& r) {
   };
   r["Softplus"] = unary(softplus);
   r["HardSwish"] = unary(hard_swish);
-  r["LeakyRelu"] = [](NodeContext& n) { return V{leaky_relu(n.input(0), n.attr_float("alpha", 0.01))}; };
+  r["LeakyRelu"] = [](NodeContext& n) {
+    return V{leaky_relu(n.input(0), n.attr_float("alpha", 0.01))};
+  };
   r["Elu"] = [](NodeContext& n) { return V{elu(n.input(0), n.attr_float("alpha", 1.0))}; };
   r["Selu"] = [](NodeContext& n) {
-    double alpha = n.attr_float("alpha", 1.67326319217681884765625), gamma = n.attr_float("gamma", 1.05070102214813232421875);
+    double alpha = n.attr_float("alpha", 1.67326319217681884765625),
+           gamma = n.attr_float("gamma", 1.05070102214813232421875);
     Tensor x = n.input(0);
     return V{x.gt(0.0).where(x, x.exp().sub(1.0).mul(alpha)).mul(gamma)};
   };
@@ -153,7 +159,9 @@ void register_elementwise_ops(OpRegistry& r) {
     Tensor x = n.input(0);
     return V{x.gt(n.attr_float("alpha", 1.0)).where(x, zeros_like(x))};
   };
-  r["HardSigmoid"] = [](NodeContext& n) { return V{hard_sigmoid(n.input(0), n.attr_float("alpha", 0.2), n.attr_float("beta", 0.5))}; };
+  r["HardSigmoid"] = [](NodeContext& n) {
+    return V{hard_sigmoid(n.input(0), n.attr_float("alpha", 0.2), n.attr_float("beta", 0.5))};
+  };
   r["Shrink"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     double lambd = n.attr_float("lambd", 0.5), bias = n.attr_float("bias", 0.0);
@@ -224,7 +232,9 @@ void register_elementwise_ops(OpRegistry& r) {
     }
     return V{clip(x, lo ? &*lo : nullptr, hi ? &*hi : nullptr)};
   };
-  r["Cast"] = [](NodeContext& n) { return V{n.input(0).cast(dtype_of(static_cast<int>(n.attr_int("to"))))}; };
+  r["Cast"] = [](NodeContext& n) {
+    return V{n.input(0).cast(dtype_of(static_cast<int>(n.attr_int("to"))))};
+  };
   r["CastLike"] = [](NodeContext& n) { return V{n.input(0).cast(n.input(1).dtype())}; };
 }
 

@@ -35,7 +35,8 @@ Tensor nll_loss(NodeContext& n, const Tensor& x, const Tensor& target, const Ten
   Tensor w = weight ? selected.where(weight->cast(x.dtype()).reshape(class_shape), zero).sum({1})
                     : selected.cast(x.dtype()).sum({1});
   if (n.has_attr("ignore_index")) {
-    Tensor keep = target.cast(dtypes::int64).ne(t.like(static_cast<double>(n.attr_int("ignore_index"))));
+    Tensor keep =
+        target.cast(dtypes::int64).ne(t.like(static_cast<double>(n.attr_int("ignore_index"))));
     w = keep.where(w, zero);
   }
   Tensor loss = picked.neg().mul(w);

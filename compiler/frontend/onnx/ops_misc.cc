@@ -24,13 +24,14 @@ Tensor iota(NodeContext& n, int64_t len) {
 // takes the element whose rank is r. O(n^2) along the axis.
 std::pair<Tensor, Tensor> top_k(NodeContext& n, const Tensor& x, int64_t k, bool largest) {
   int64_t len = x.dim(-1);
-  Tensor a = x.unsqueeze(-1), b = x.unsqueeze(-2);  // a: element i (axis -2), b: element j (axis -1)
+  Tensor a = x.unsqueeze(-1),
+         b = x.unsqueeze(-2);  // a: element i (axis -2), b: element j (axis -1)
   Tensor idx = iota(n, len);
   Tensor ii = idx.reshape({len, 1}), jj = idx.reshape({1, len});
   Tensor before = (largest ? b.gt(a) : b.lt(a)).logical_or(b.eq(a).logical_and(jj.lt(ii)));
-  Tensor rank = before.cast(dtypes::int64).sum({-1});             // (..., len): the rank of element i
-  Tensor slots = iota(n, k).reshape({1, k});                       // output slots r
-  Tensor hit = rank.unsqueeze(-1).eq(slots);                       // (..., i, r)
+  Tensor rank = before.cast(dtypes::int64).sum({-1});  // (..., len): the rank of element i
+  Tensor slots = iota(n, k).reshape({1, k});           // output slots r
+  Tensor hit = rank.unsqueeze(-1).eq(slots);           // (..., i, r)
   Tensor values = hit.where(x.unsqueeze(-1), x.like(0.0)).sum({-2});
   Tensor indices = hit.where(ii.expand({len, k}), idx.like(0.0)).sum({-2});
   return {values, indices};
@@ -40,16 +41,21 @@ std::pair<Tensor, Tensor> top_k(NodeContext& n, const Tensor& x, int64_t k, bool
 
 void register_misc_ops(OpRegistry& r) {
   r["Constant"] = [](NodeContext& n) {
-    if (const onnx::TensorProto* t = n.attr_tensor("value")) return V{n.constant(tensor_data(*t, "."))};
-    if (n.has_attr("value_float")) return V{n.constant(make_array(dtypes::float32, {}, {n.attr_float("value_float")}))};
-    if (n.has_attr("value_int")) return V{n.constant(make_array(dtypes::int64, {}, {static_cast<double>(n.attr_int("value_int"))}))};
+    if (const onnx::TensorProto* t = n.attr_tensor("value"))
+      return V{n.constant(tensor_data(*t, "."))};
+    if (n.has_attr("value_float"))
+      return V{n.constant(make_array(dtypes::float32, {}, {n.attr_float("value_float")}))};
+    if (n.has_attr("value_int"))
+      return V{n.constant(
+          make_array(dtypes::int64, {}, {static_cast<double>(n.attr_int("value_int"))}))};
     if (n.has_attr("value_floats")) {
       std::vector<double> v = n.attr_floats("value_floats");
       return V{n.constant(make_array(dtypes::float32, {static_cast<int64_t>(v.size())}, v))};
     }
     if (n.has_attr("value_ints")) {
       std::vector<int64_t> iv = n.attr_ints("value_ints");
-      return V{n.constant(make_array(dtypes::int64, {static_cast<int64_t>(iv.size())}, std::vector<double>(iv.begin(), iv.end())))};
+      return V{n.constant(make_array(dtypes::int64, {static_cast<int64_t>(iv.size())},
+                                     std::vector<double>(iv.begin(), iv.end())))};
     }
     n.unsupported("a Constant that is not a dense tensor, float(s) or int(s)");
   };
@@ -64,7 +70,9 @@ void register_misc_ops(OpRegistry& r) {
     std::vector<double> dims(x.shape().begin() + start, x.shape().begin() + end);
     return V{n.constant(make_array(dtypes::int64, {end - start}, dims))};
   };
-  r["Size"] = [](NodeContext& n) { return V{n.constant(make_array(dtypes::int64, {}, {static_cast<double>(n.input(0).numel())}))}; };
+  r["Size"] = [](NodeContext& n) {
+    return V{n.constant(make_array(dtypes::int64, {}, {static_cast<double>(n.input(0).numel())}))};
+  };
   r["ConstantOfShape"] = [](NodeContext& n) {
     std::vector<int64_t> s = n.const_ints(0);
     NDArray v(dtypes::float32, {1});
@@ -74,7 +82,8 @@ void register_misc_ops(OpRegistry& r) {
   };
   r["Range"] = [](NodeContext& n) {
     const NDArray& s = n.const_input(0);
-    double start = s.get(0).as_double(), limit = n.const_input(1).get(0).as_double(), delta = n.const_input(2).get(0).as_double();
+    double start = s.get(0).as_double(), limit = n.const_input(1).get(0).as_double(),
+           delta = n.const_input(2).get(0).as_double();
     if (delta == 0) n.invalid("delta is 0");
     return V{arange(n.graph(), start, limit, delta, s.dtype())};
   };
@@ -83,7 +92,8 @@ void register_misc_ops(OpRegistry& r) {
     if (x.ndim() != 2) n.invalid("input must be 2-D");
     DType d = n.has_attr("dtype") ? dtype_of(static_cast<int>(n.attr_int("dtype"))) : x.dtype();
     int64_t k = n.attr_int("k", 0);
-    Tensor i = iota(n, x.dim(0)).reshape({x.dim(0), 1}), j = iota(n, x.dim(1)).reshape({1, x.dim(1)});
+    Tensor i = iota(n, x.dim(0)).reshape({x.dim(0), 1}),
+           j = iota(n, x.dim(1)).reshape({1, x.dim(1)});
     Tensor eye = j.sub(i).eq(i.like(static_cast<double>(k)));
     return V{eye.where(Tensor::full(n.graph(), {}, 1, d), Tensor::full(n.graph(), {}, 0, d))};
   };
@@ -94,7 +104,8 @@ void register_misc_ops(OpRegistry& r) {
     int64_t rows = x.dim(-2), cols = x.dim(-1);
     Tensor i = iota(n, rows).reshape({rows, 1}), j = iota(n, cols).reshape({1, cols});
     Tensor d = j.sub(i);
-    Tensor keep = upper ? d.ge(d.like(static_cast<double>(k))) : d.le(d.like(static_cast<double>(k)));
+    Tensor keep =
+        upper ? d.ge(d.like(static_cast<double>(k))) : d.le(d.like(static_cast<double>(k)));
     return V{keep.where(x, x.like(0.0))};
   };
   r["OneHot"] = [](NodeContext& n) {
@@ -126,7 +137,8 @@ void register_misc_ops(OpRegistry& r) {
       if (a != axis) perm.push_back(a);
     perm.push_back(axis);
     std::vector<int64_t> inv(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < perm.size(); ++i)
+      inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
     auto [values, indices] = top_k(n, x.permute(perm), k, largest);
     return V{values.permute(inv), indices.permute(inv)};
   };
@@ -140,8 +152,10 @@ void register_misc_ops(OpRegistry& r) {
       if (cond[i]) keep.push_back(static_cast<double>(i));
     Tensor data = x;
     int64_t axis = 0;
-    if (n.has_attr("axis")) axis = norm_axis(n.attr_int("axis"), x.ndim(), n);
-    else data = x.reshape({x.numel()});
+    if (n.has_attr("axis"))
+      axis = norm_axis(n.attr_int("axis"), x.ndim(), n);
+    else
+      data = x.reshape({x.numel()});
     Tensor idx = n.constant(make_array(dtypes::int64, {static_cast<int64_t>(keep.size())}, keep));
     return V{data.gather(idx, axis)};
   };
@@ -160,7 +174,8 @@ void register_misc_ops(OpRegistry& r) {
     int64_t count = coords.empty() ? 0 : static_cast<int64_t>(coords[0].size());
     std::vector<double> flat;
     for (const auto& c : coords) flat.insert(flat.end(), c.begin(), c.end());
-    return V{n.constant(make_array(dtypes::int64, {static_cast<int64_t>(coords.size()), count}, flat))};
+    return V{
+        n.constant(make_array(dtypes::int64, {static_cast<int64_t>(coords.size()), count}, flat))};
   };
 }
 

@@ -46,7 +46,7 @@ Tensor gather_elements(NodeContext& n, const Tensor& data, const Tensor& idx, in
   int64_t len = data.dim(axis);
   std::vector<std::pair<int64_t, int64_t>> b;
   for (int64_t d = 0; d < data.ndim(); ++d) b.push_back({0, d == axis ? len : idx.dim(d)});
-  Tensor ds = data.shrink(b);                                  // idx's shape, but len along axis
+  Tensor ds = data.shrink(b);                                   // idx's shape, but len along axis
   Tensor de = axis_last(ds, axis).unsqueeze(axis).expand([&] {  // (idx shape..., len)
     Shape s = idx.shape();
     s.push_back(len);
@@ -67,10 +67,12 @@ struct ScatterMasks {
   Tensor updates;  // (data shape..., J)
 };
 
-ScatterMasks scatter_masks(NodeContext& n, const Tensor& data, const Tensor& idx, const Tensor& upd, int64_t axis) {
+ScatterMasks scatter_masks(NodeContext& n, const Tensor& data, const Tensor& idx, const Tensor& upd,
+                           int64_t axis) {
   int64_t len = data.dim(axis), j = idx.dim(axis);
   std::vector<std::pair<int64_t, int64_t>> pads;
-  for (int64_t d = 0; d < data.ndim(); ++d) pads.push_back({0, d == axis ? 0 : data.dim(d) - idx.dim(d)});
+  for (int64_t d = 0; d < data.ndim(); ++d)
+    pads.push_back({0, d == axis ? 0 : data.dim(d) - idx.dim(d)});
   Tensor ip = wrap_index(idx, len).pad(pads, -1.0);  // rows outside the updates never match
   Tensor up = upd.pad(pads, 0.0);
   Shape full = data.shape();
@@ -81,7 +83,8 @@ ScatterMasks scatter_masks(NodeContext& n, const Tensor& data, const Tensor& idx
   return {ie.eq(k), ue};
 }
 
-Tensor scatter(NodeContext& n, const Tensor& data, const ScatterMasks& m, const std::string& reduction) {
+Tensor scatter(NodeContext& n, const Tensor& data, const ScatterMasks& m,
+               const std::string& reduction) {
   Tensor any = m.mask.cast(dtypes::int32).sum({-1}).gt(m.mask.like(0.0).cast(dtypes::int32));
   if (reduction == "mul") return data.mul(m.mask.where(m.updates, m.updates.like(1.0)).prod({-1}));
   Tensor sum = m.mask.where(m.updates, m.updates.like(0.0)).sum({-1});
@@ -95,11 +98,14 @@ std::vector<int64_t> axes_input_or_attr(NodeContext& n, int opset_input) {
   return n.attr_ints("axes", std::vector<int64_t>{});
 }
 
-Tensor pad_mode(NodeContext& n, const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode, double value) {
+Tensor pad_mode(NodeContext& n, const Tensor& x, const std::vector<int64_t>& pads,
+                const std::string& mode, double value) {
   int64_t r = x.ndim();
-  if (static_cast<int64_t>(pads.size()) != 2 * r) n.invalid("pads has " + std::to_string(pads.size()) + " values for rank " + std::to_string(r));
+  if (static_cast<int64_t>(pads.size()) != 2 * r)
+    n.invalid("pads has " + std::to_string(pads.size()) + " values for rank " + std::to_string(r));
   std::vector<std::pair<int64_t, int64_t>> pp;
-  for (int64_t i = 0; i < r; ++i) pp.push_back({pads[static_cast<size_t>(i)], pads[static_cast<size_t>(i + r)]});
+  for (int64_t i = 0; i < r; ++i)
+    pp.push_back({pads[static_cast<size_t>(i)], pads[static_cast<size_t>(i + r)]});
   if (mode == "constant") return x.pad(pp, value);
   if (mode != "reflect" && mode != "edge") n.unsupported("pad mode '" + mode + "'");
   Tensor y = x;
@@ -109,12 +115,18 @@ Tensor pad_mode(NodeContext& n, const Tensor& x, const std::vector<int64_t>& pad
     int64_t len = y.dim(a);
     auto part = [&](int64_t b, int64_t e) {
       std::vector<std::pair<int64_t, int64_t>> bd;
-      for (int64_t d = 0; d < r; ++d) bd.push_back(d == a ? std::make_pair(b, e) : std::make_pair(int64_t{0}, y.dim(d)));
+      for (int64_t d = 0; d < r; ++d)
+        bd.push_back(d == a ? std::make_pair(b, e) : std::make_pair(int64_t{0}, y.dim(d)));
       return y.shrink(bd);
     };
     std::vector<Tensor> parts;
     if (lo > 0) {
-      if (mode == "edge") parts.push_back(part(0, 1).expand([&] { Shape s = y.shape(); s[static_cast<size_t>(a)] = lo; return s; }()));
+      if (mode == "edge")
+        parts.push_back(part(0, 1).expand([&] {
+          Shape s = y.shape();
+          s[static_cast<size_t>(a)] = lo;
+          return s;
+        }()));
       else {
         if (lo >= len) n.invalid("reflect padding larger than the axis");
         parts.push_back(part(1, lo + 1).flip({a}));
@@ -122,7 +134,12 @@ Tensor pad_mode(NodeContext& n, const Tensor& x, const std::vector<int64_t>& pad
     }
     parts.push_back(y);
     if (hi > 0) {
-      if (mode == "edge") parts.push_back(part(len - 1, len).expand([&] { Shape s = y.shape(); s[static_cast<size_t>(a)] = hi; return s; }()));
+      if (mode == "edge")
+        parts.push_back(part(len - 1, len).expand([&] {
+          Shape s = y.shape();
+          s[static_cast<size_t>(a)] = hi;
+          return s;
+        }()));
       else {
         if (hi >= len) n.invalid("reflect padding larger than the axis");
         parts.push_back(part(len - 1 - hi, len - 1).flip({a}));
@@ -189,8 +206,9 @@ void register_movement_ops(OpRegistry& r) {
   r["Split"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     int64_t axis = norm_axis(n.attr_int("axis", 0), x.ndim(), n);
-    std::vector<int64_t> sizes = n.opset() >= 13 ? (n.has_input(1) ? n.const_ints(1) : std::vector<int64_t>{})
-                                                 : n.attr_ints("split", std::vector<int64_t>{});
+    std::vector<int64_t> sizes = n.opset() >= 13
+                                     ? (n.has_input(1) ? n.const_ints(1) : std::vector<int64_t>{})
+                                     : n.attr_ints("split", std::vector<int64_t>{});
     if (sizes.empty()) {
       int64_t parts = static_cast<int64_t>(n.num_outputs()), len = x.dim(axis);
       int64_t each = (len + parts - 1) / parts;
@@ -234,8 +252,11 @@ void register_movement_ops(OpRegistry& r) {
     for (int64_t j = m - 1; j >= 0; --j) {
       int64_t len = x.dim(b + j);
       std::vector<std::pair<int64_t, int64_t>> bd;
-      for (int64_t d = 0; d < idx.ndim(); ++d) bd.push_back(d == idx.ndim() - 1 ? std::make_pair(j, j + 1) : std::make_pair(int64_t{0}, idx.dim(d)));
-      Tensor part = wrap_index(idx.shrink(bd).squeeze({-1}), len).mul(idx.like(static_cast<double>(stride)));
+      for (int64_t d = 0; d < idx.ndim(); ++d)
+        bd.push_back(d == idx.ndim() - 1 ? std::make_pair(j, j + 1)
+                                         : std::make_pair(int64_t{0}, idx.dim(d)));
+      Tensor part =
+          wrap_index(idx.shrink(bd).squeeze({-1}), len).mul(idx.like(static_cast<double>(stride)));
       lin = lin.valid() ? lin.add(part) : part;
       stride *= len;
     }
@@ -257,21 +278,26 @@ void register_movement_ops(OpRegistry& r) {
   auto scatter_elems = [](NodeContext& n) {
     Tensor x = n.input(0), idx = n.input(1), upd = n.input(2);
     int64_t axis = norm_axis(n.attr_int("axis", 0), x.ndim(), n);
-    return V{scatter(n, x, scatter_masks(n, x, idx, upd, axis), n.attr_string("reduction", "none"))};
+    return V{
+        scatter(n, x, scatter_masks(n, x, idx, upd, axis), n.attr_string("reduction", "none"))};
   };
   r["ScatterElements"] = scatter_elems;
   r["Scatter"] = scatter_elems;
   r["ScatterND"] = [](NodeContext& n) {
     Tensor x = n.input(0), idx = n.input(1).cast(dtypes::int64), upd = n.input(2);
     int64_t m = idx.dim(-1);
-    Shape lead(x.shape().begin(), x.shape().begin() + m), rest(x.shape().begin() + m, x.shape().end());
+    Shape lead(x.shape().begin(), x.shape().begin() + m),
+        rest(x.shape().begin() + m, x.shape().end());
     int64_t q = shape_numel(lead);
     Tensor lin;
     int64_t stride = 1;
     for (int64_t j = m - 1; j >= 0; --j) {
       std::vector<std::pair<int64_t, int64_t>> bd;
-      for (int64_t d = 0; d < idx.ndim(); ++d) bd.push_back(d == idx.ndim() - 1 ? std::make_pair(j, j + 1) : std::make_pair(int64_t{0}, idx.dim(d)));
-      Tensor part = wrap_index(idx.shrink(bd).squeeze({-1}), x.dim(j)).mul(idx.like(static_cast<double>(stride)));
+      for (int64_t d = 0; d < idx.ndim(); ++d)
+        bd.push_back(d == idx.ndim() - 1 ? std::make_pair(j, j + 1)
+                                         : std::make_pair(int64_t{0}, idx.dim(d)));
+      Tensor part = wrap_index(idx.shrink(bd).squeeze({-1}), x.dim(j))
+                        .mul(idx.like(static_cast<double>(stride)));
       lin = lin.valid() ? lin.add(part) : part;
       stride *= x.dim(j);
     }
@@ -292,12 +318,16 @@ void register_movement_ops(OpRegistry& r) {
     Tensor ue = u.reshape(us);
     std::string red = n.attr_string("reduction", "none");
     Tensor out;
-    if (red == "mul") out = data.mul(mk.where(ue, ue.like(1.0)).prod({1}));
+    if (red == "mul")
+      out = data.mul(mk.where(ue, ue.like(1.0)).prod({1}));
     else {
       Tensor sum = mk.where(ue, ue.like(0.0)).sum({1});
-      if (red == "add") out = data.add(sum);
-      else if (red == "none") out = mk.cast(dtypes::int32).sum({1}).gt(mk.like(0.0).cast(dtypes::int32)).where(sum, data);
-      else n.unsupported("reduction '" + red + "'");
+      if (red == "add")
+        out = data.add(sum);
+      else if (red == "none")
+        out = mk.cast(dtypes::int32).sum({1}).gt(mk.like(0.0).cast(dtypes::int32)).where(sum, data);
+      else
+        n.unsupported("reduction '" + red + "'");
     }
     return V{out.reshape(x.shape())};
   };
@@ -310,7 +340,8 @@ void register_movement_ops(OpRegistry& r) {
   r["Pad"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     std::string mode = n.attr_string("mode", "constant");
-    if (n.opset() < 11) return V{pad_mode(n, x, n.attr_ints("pads"), mode, n.attr_float("value", 0.0))};
+    if (n.opset() < 11)
+      return V{pad_mode(n, x, n.attr_ints("pads"), mode, n.attr_float("value", 0.0))};
     std::vector<int64_t> pads = n.const_ints(1);
     double value = 0.0;
     if (n.has_input(2)) {
@@ -330,7 +361,9 @@ void register_movement_ops(OpRegistry& r) {
   r["SpaceToDepth"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     int64_t b = n.attr_int("blocksize"), N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
-    return V{x.reshape({N, C, H / b, b, W / b, b}).permute({0, 3, 5, 1, 2, 4}).reshape({N, C * b * b, H / b, W / b})};
+    return V{x.reshape({N, C, H / b, b, W / b, b})
+                 .permute({0, 3, 5, 1, 2, 4})
+                 .reshape({N, C * b * b, H / b, W / b})};
   };
   r["ReverseSequence"] = [](NodeContext& n) {
     Tensor x = n.input(0);

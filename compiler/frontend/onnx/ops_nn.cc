@@ -41,9 +41,11 @@ Spatial spatial(NodeContext& n, const Tensor& x, const std::vector<int64_t>& ker
     for (size_t i = 0; i < ns; ++i) {
       int64_t in = x.dim(static_cast<int64_t>(2 + i)), st = s.strides[i];
       int64_t out = (in + st - 1) / st;
-      int64_t total = std::max<int64_t>(0, (out - 1) * st + (s.kernel[i] - 1) * s.dilations[i] + 1 - in);
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * st + (s.kernel[i] - 1) * s.dilations[i] + 1 - in);
       int64_t small = total / 2;
-      s.pads.push_back(auto_pad == "SAME_UPPER" ? std::make_pair(small, total - small) : std::make_pair(total - small, small));
+      s.pads.push_back(auto_pad == "SAME_UPPER" ? std::make_pair(small, total - small)
+                                                : std::make_pair(total - small, small));
     }
   } else {
     n.unsupported("auto_pad '" + auto_pad + "'");
@@ -71,15 +73,19 @@ Tensor conv_transpose(NodeContext& n) {
   int64_t ns = x.ndim() - 2, g = n.attr_int("group", 1);
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
   Spatial sp = spatial(n, x, n.attr_ints("kernel_shape", kernel));
-  std::vector<int64_t> out_pad = n.attr_ints("output_padding", std::vector<int64_t>(static_cast<size_t>(ns), 0));
+  std::vector<int64_t> out_pad =
+      n.attr_ints("output_padding", std::vector<int64_t>(static_cast<size_t>(ns), 0));
   std::vector<int64_t> out_shape = n.attr_ints("output_shape", std::vector<int64_t>{});
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   for (int64_t i = 0; i < ns; ++i) {
     size_t k = static_cast<size_t>(i);
-    int64_t in = x.dim(2 + i), full = sp.strides[k] * (in - 1) + out_pad[k] + (sp.kernel[k] - 1) * sp.dilations[k] + 1;
+    int64_t in = x.dim(2 + i),
+            full = sp.strides[k] * (in - 1) + out_pad[k] + (sp.kernel[k] - 1) * sp.dilations[k] + 1;
     int64_t target = -1;
-    if (!out_shape.empty()) target = out_shape[out_shape.size() - static_cast<size_t>(ns) + k];
-    else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") target = in * sp.strides[k];
+    if (!out_shape.empty())
+      target = out_shape[out_shape.size() - static_cast<size_t>(ns) + k];
+    else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+      target = in * sp.strides[k];
     if (target >= 0) {
       int64_t total = full - target;
       int64_t half = total / 2;
@@ -146,14 +152,16 @@ Tensor einsum(NodeContext& n) {
     if (e == std::string::npos) e = lhs.size();
     terms.push_back(lhs.substr(s, e - s));
   }
-  if (terms.size() != n.num_inputs()) n.invalid("the equation names " + std::to_string(terms.size()) + " operands");
+  if (terms.size() != n.num_inputs())
+    n.invalid("the equation names " + std::to_string(terms.size()) + " operands");
   // Ellipsis dims: the broadcast of every operand's leftover dims, as letters '0', '1', ...
   int64_t ell = 0;
   std::vector<Tensor> xs;
   for (size_t i = 0; i < terms.size(); ++i) {
     xs.push_back(n.input(i));
     size_t dots = terms[i].find("...");
-    if (dots != std::string::npos) ell = std::max<int64_t>(ell, xs[i].ndim() - static_cast<int64_t>(terms[i].size() - 3));
+    if (dots != std::string::npos)
+      ell = std::max<int64_t>(ell, xs[i].ndim() - static_cast<int64_t>(terms[i].size() - 3));
   }
   auto expand_dots = [&](const std::string& t, int64_t rank) {
     size_t dots = t.find("...");
@@ -189,13 +197,15 @@ Tensor einsum(NodeContext& n) {
   for (size_t i = 0; i < terms.size(); ++i) {
     Tensor x = xs[i];
     std::string t = terms[i];
-    if (static_cast<int64_t>(t.size()) != x.ndim()) n.invalid("operand " + std::to_string(i) + " has rank " + std::to_string(x.ndim()));
+    if (static_cast<int64_t>(t.size()) != x.ndim())
+      n.invalid("operand " + std::to_string(i) + " has rank " + std::to_string(x.ndim()));
     // Diagonals: a letter twice in one operand.
     for (size_t a = 0; a < t.size(); ++a)
       for (size_t b = a + 1; b < t.size(); ++b)
         if (t[a] == t[b]) {
           int64_t d = x.dim(static_cast<int64_t>(a));
-          if (x.dim(static_cast<int64_t>(b)) != d) n.invalid("a repeated index with different sizes");
+          if (x.dim(static_cast<int64_t>(b)) != d)
+            n.invalid("a repeated index with different sizes");
           std::vector<int64_t> perm;
           for (int64_t k = 0; k < x.ndim(); ++k)
             if (k != static_cast<int64_t>(a) && k != static_cast<int64_t>(b)) perm.push_back(k);
@@ -207,7 +217,8 @@ Tensor einsum(NodeContext& n) {
           y = slice(y.reshape(s), {0}, {d * d}, {-1}, {d + 1});
           x = y;
           std::string nt;
-          for (int64_t k : std::vector<int64_t>(perm.begin(), perm.end() - 2)) nt += t[static_cast<size_t>(k)];
+          for (int64_t k : std::vector<int64_t>(perm.begin(), perm.end() - 2))
+            nt += t[static_cast<size_t>(k)];
           nt += t[a];
           t = nt;
           a = 0;
@@ -216,8 +227,11 @@ Tensor einsum(NodeContext& n) {
     for (size_t a = 0; a < t.size(); ++a) {
       int64_t d = x.dim(static_cast<int64_t>(a));
       auto it = size.find(t[a]);
-      if (it == size.end() || it->second == 1) size[t[a]] = d;
-      else if (d != 1 && d != it->second) n.invalid(std::string("index '") + t[a] + "' has sizes " + std::to_string(d) + " and " + std::to_string(it->second));
+      if (it == size.end() || it->second == 1)
+        size[t[a]] = d;
+      else if (d != 1 && d != it->second)
+        n.invalid(std::string("index '") + t[a] + "' has sizes " + std::to_string(d) + " and " +
+                  std::to_string(it->second));
     }
     // Permute into letter order, then insert size-1 axes for the letters it lacks.
     std::vector<int64_t> perm;
@@ -251,7 +265,8 @@ void register_nn_ops(OpRegistry& r) {
     Spatial sp = spatial(n, x, n.attr_ints("kernel_shape", kernel));
     std::optional<Tensor> bias;
     if (n.has_input(2)) bias = n.input(2);
-    return V{conv(x, w, bias ? &*bias : nullptr, {sp.strides, sp.pads, sp.dilations, n.attr_int("group", 1)})};
+    return V{conv(x, w, bias ? &*bias : nullptr,
+                  {sp.strides, sp.pads, sp.dilations, n.attr_int("group", 1)})};
   };
   r["ConvTranspose"] = [](NodeContext& n) { return V{conv_transpose(n)}; };
   r["MaxPool"] = [](NodeContext& n) { return V{pool(n, true)}; };
@@ -270,8 +285,10 @@ void register_nn_ops(OpRegistry& r) {
   };
   r["BatchNormalization"] = [](NodeContext& n) {
     if (n.attr_int("training_mode", 0)) n.unsupported("training_mode=1");
-    if (n.wants_output(1) || n.wants_output(2)) n.unsupported("the running-statistics outputs (training)");
-    return V{batch_norm(n.input(0), n.input(1), n.input(2), n.input(3), n.input(4), n.attr_float("epsilon", 1e-5))};
+    if (n.wants_output(1) || n.wants_output(2))
+      n.unsupported("the running-statistics outputs (training)");
+    return V{batch_norm(n.input(0), n.input(1), n.input(2), n.input(3), n.input(4),
+                        n.attr_float("epsilon", 1e-5))};
   };
   r["InstanceNormalization"] = [](NodeContext& n) {
     return V{instance_norm(n.input(0), n.input(1), n.input(2), n.attr_float("epsilon", 1e-5))};
@@ -292,13 +309,15 @@ void register_nn_ops(OpRegistry& r) {
   r["LRN"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     int64_t size = n.attr_int("size");
-    double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75), bias = n.attr_float("bias", 1.0);
+    double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75),
+           bias = n.attr_float("bias", 1.0);
     // Sum of squares over a window of channels: channels last, padded, windowed.
     std::vector<int64_t> perm = {0};
     for (int64_t a = 2; a < x.ndim(); ++a) perm.push_back(a);
     perm.push_back(1);
     std::vector<int64_t> inv(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < perm.size(); ++i)
+      inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
     Tensor sq = x.mul(x).permute(perm);
     std::vector<std::pair<int64_t, int64_t>> p(static_cast<size_t>(sq.ndim()), {0, 0});
     p.back() = {(size - 1) / 2, size - 1 - (size - 1) / 2};

@@ -41,15 +41,24 @@ OpHandler reduce(Kind k, int axes_input_opset) {
     std::vector<int64_t> axes = a.axes;
     for (int64_t& ax : axes) ax = norm_axis(ax, x.ndim(), n);
     switch (k) {
-      case Kind::Sum: return V{x.sum(axes, keep)};
-      case Kind::Mean: return V{x.mean(axes, keep)};
-      case Kind::Max: return V{x.max(axes, keep)};
-      case Kind::Min: return V{x.min(axes, keep)};
-      case Kind::Prod: return V{x.prod(axes, keep)};
-      case Kind::L1: return V{x.abs().sum(axes, keep)};
-      case Kind::L2: return V{x.mul(x).sum(axes, keep).sqrt()};
-      case Kind::SumSquare: return V{x.mul(x).sum(axes, keep)};
-      case Kind::LogSum: return V{x.sum(axes, keep).log()};
+      case Kind::Sum:
+        return V{x.sum(axes, keep)};
+      case Kind::Mean:
+        return V{x.mean(axes, keep)};
+      case Kind::Max:
+        return V{x.max(axes, keep)};
+      case Kind::Min:
+        return V{x.min(axes, keep)};
+      case Kind::Prod:
+        return V{x.prod(axes, keep)};
+      case Kind::L1:
+        return V{x.abs().sum(axes, keep)};
+      case Kind::L2:
+        return V{x.mul(x).sum(axes, keep).sqrt()};
+      case Kind::SumSquare:
+        return V{x.mul(x).sum(axes, keep)};
+      case Kind::LogSum:
+        return V{x.sum(axes, keep).log()};
       case Kind::LogSumExp: {
         Tensor m = x.max(axes, true);
         Tensor s = x.sub(m).exp().sum(axes, true).log().add(m);
@@ -92,8 +101,10 @@ OpHandler softmax_like(int which) {
       a = 1;
     }
     Tensor r;
-    if (which == 0) r = softmax(in, a);
-    else if (which == 1) r = log_softmax(in, a);
+    if (which == 0)
+      r = softmax(in, a);
+    else if (which == 1)
+      r = log_softmax(in, a);
     else {
       // Hardmax: 1 at the first maximum along the axis.
       int64_t len = in.dim(a);
@@ -102,7 +113,8 @@ OpHandler softmax_like(int which) {
       Shape s(static_cast<size_t>(in.ndim()), 1);
       s[static_cast<size_t>(a)] = len;
       Tensor idx = n.constant(make_array(dtypes::int64, {len}, iota)).reshape(s);
-      Tensor first = in.eq(in.max({a}, true)).where(idx, idx.like(static_cast<double>(len))).min({a}, true);
+      Tensor first =
+          in.eq(in.max({a}, true)).where(idx, idx.like(static_cast<double>(len))).min({a}, true);
       r = idx.eq(first).where(in.like(1.0), in.like(0.0));
     }
     return V{r.reshape(x.shape())};
@@ -131,7 +143,8 @@ void register_reduction_ops(OpRegistry& r) {
     Tensor x = n.input(0);
     std::vector<int64_t> ax = n.const_ints(1);
     if (ax.size() != 1) n.invalid("axis must be a single value");
-    return V{cumsum(x, norm_axis(ax[0], x.ndim(), n), n.attr_int("exclusive", 0) != 0, n.attr_int("reverse", 0) != 0)};
+    return V{cumsum(x, norm_axis(ax[0], x.ndim(), n), n.attr_int("exclusive", 0) != 0,
+                    n.attr_int("reverse", 0) != 0)};
   };
 }
 
