@@ -68,23 +68,19 @@ void run_stages(Artifacts& a, const std::string& model_path, const CompileOption
     throw OptionError(Option::Target, "running a model needs the host target, not " +
                                           target.triple() + " " + target.cpu());
   if (o.emit == Emit::StaticLibrary) {
-    a.static_prefix = o.static_output;
-    if (a.static_prefix.size() > 2 &&
-        a.static_prefix.compare(a.static_prefix.size() - 2, 2, ".a") == 0)
-      a.static_prefix.resize(a.static_prefix.size() - 2);
+    a.static_prefix = static_library_prefix(o.static_output);
     a.static_symbol = static_library_symbol(a.static_prefix);
   }
   a.model_sha256 = o.model_sha256;
   std::ostream& log = o.log ? *o.log : std::cerr;
   Compilation c{model_path, o, target, log, a};
-  bool dump_all = o.dump_ir.count("all") > 0;
   for (const Stage& s : stages()) {
     if (!s.runs_for(o.emit)) continue;
     {
       ScopedPass t(o.times, s.name);
       s.run(c);
     }
-    if (dump_all || o.dump_ir.count(s.name)) {
+    if (o.dumps(s.name)) {
       log << "--- " << s.name << " ---\n";
       s.dump(c, log);
     }

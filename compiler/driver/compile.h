@@ -70,6 +70,11 @@ struct CompileOptions {
   const FusionPolicy* policy = nullptr;  // nullptr: DefaultFusionPolicy
   std::ostream* log = nullptr;           // dumps and explanations (nullptr: std::cerr)
   PassTimes* times = nullptr;            // --time-passes and progress lines
+
+  // Whether the stage named `stage` is to be dumped.
+  bool dumps(const std::string& stage) const {
+    return dump_ir.count(stage) || dump_ir.count("all");
+  }
 };
 
 struct Artifacts {

@@ -40,10 +40,6 @@ bool packaged(Emit e) {
   return e == Emit::Package || e == Emit::StaticLibrary;
 }
 
-bool wants_dump(const Compilation& c, const char* stage) {
-  return c.options.dump_ir.count(stage) || c.options.dump_ir.count("all");
-}
-
 // ---- optimize: each kernel's opts (opt/choose_opts.h); task counts into the launches ----
 
 void optimize_run(Compilation& c) {
@@ -143,7 +139,7 @@ void llvm_opt_run(Compilation& c) {
 // ---- codegen: an object file, or the JIT ----
 
 void codegen_run(Compilation& c) {
-  if (c.options.emit == Emit::Assembly || wants_dump(c, "codegen"))
+  if (c.options.emit == Emit::Assembly || c.options.dumps("codegen"))
     c.a.assembly = emit_assembly(*c.a.module, c.target);
   if (c.options.emit == Emit::Jit) {
     auto jit = std::make_unique<JitKernels>(std::move(c.a.llvm_context), std::move(c.a.module),

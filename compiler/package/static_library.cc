@@ -7,9 +7,14 @@
 
 namespace kiln {
 
+std::string static_library_prefix(const std::string& output_path) {
+  std::string p = output_path;
+  if (p.size() > 2 && p.compare(p.size() - 2, 2, ".a") == 0) p.resize(p.size() - 2);
+  return p;
+}
+
 std::string static_library_symbol(const std::string& output_path) {
-  std::string stem = std::filesystem::path(output_path).filename().string();
-  if (stem.size() > 2 && stem.compare(stem.size() - 2, 2, ".a") == 0) stem.resize(stem.size() - 2);
+  std::string stem = static_library_prefix(std::filesystem::path(output_path).filename().string());
   std::string r;
   for (char c : stem) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (r.empty() || std::isdigit(static_cast<unsigned char>(r[0]))) r = "_" + r;

@@ -10,6 +10,9 @@
 
 namespace kiln {
 
+// The output path without a trailing ".a": NAME.a, NAME.h and NAME.kiln are written there.
+std::string static_library_prefix(const std::string& output_path);
+
 // The C identifier for output path NAME (its file name without ".a", non-identifier characters
 // as '_').
 std::string static_library_symbol(const std::string& output_path);
