@@ -24,21 +24,27 @@ extern "C" {
 
 /* ---- package format version (Provenance.format_major / format_minor) ---- */
 
-#define KILN_ABI_FORMAT_MAJOR 1u /* readers refuse other majors */
-#define KILN_ABI_FORMAT_MINOR 1u /* 1.1: the optional self-test and static-library packages */
+#define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
+#define KILN_ABI_FORMAT_MINOR 0u
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
  * library (kilnc --emit static-lib -o NAME) exports it as NAME_kernels. Both are laid out as
- *   struct { kiln_abi_entry_table_header header; kiln_abi_kernel_fn entries[header.count]; }
- * with the entries at byte offset KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET. `id` is 0 in a shared
- * object and the package's static_kernels_id in a static library. */
+ *   kiln_abi_entry_table_header header;           at 0
+ *   kiln_abi_kernel_fn entries[count];            at KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET
+ *   uint32_t num_args[count];                     at KILN_ABI_ENTRY_TABLE_NARGS_OFFSET(count)
+ *   ArgExtent extents[sum of num_args];           at KILN_ABI_ENTRY_TABLE_EXTENTS_OFFSET(count)
+ * (ArgExtent as in kiln.fbs: KILN_ABI_ARG_EXTENT_SIZE bytes, kernel by kernel.) `id` is 0 in a
+ * shared object and the package's static_kernels_id in a static library. The argument counts and
+ * access extents live in the code beside the entries: the package's metadata must agree with
+ * them, so no metadata edit can make a kernel read or write outside its slots. */
 #define KILN_ABI_ENTRY_TABLE_SYMBOL "kiln_kernels_v1"
 #define KILN_ABI_ENTRY_TABLE_MAGIC 0x4E4C494Bu /* "KILN", little-endian */
-#define KILN_ABI_ENTRY_TABLE_VERSION 1u
+#define KILN_ABI_ENTRY_TABLE_VERSION 2u        /* 2: argument counts and extents */
 #define KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET 16u
-/* The header's fields as C declarations, for the header kilnc writes next to a static library. */
-#define KILN_ABI_ENTRY_TABLE_HEADER_DECL "uint32_t magic, version, count, id;"
+#define KILN_ABI_ENTRY_TABLE_NARGS_OFFSET(count) (16u + 8u * (uint64_t)(count))
+#define KILN_ABI_ENTRY_TABLE_EXTENTS_OFFSET(count) \
+  ((KILN_ABI_ENTRY_TABLE_NARGS_OFFSET(count) + 4u * (uint64_t)(count) + 7u) & ~(uint64_t)7u)
 
 typedef struct kiln_abi_entry_table_header {
   uint32_t magic;
@@ -179,8 +185,15 @@ enum {
   KILN_ABI_KERNEL_ENTRY,
   KILN_ABI_KERNEL_NUM_ARGS,
   KILN_ABI_KERNEL_ARG_DTYPES,
+  KILN_ABI_KERNEL_ARG_EXTENTS,
   KILN_ABI_KERNEL_FIELD_COUNT
 };
+/* struct ArgExtent: begin (uint64) at 0, end (uint64) at 8, access (uint32) at 16, padded to 24. */
+#define KILN_ABI_ARG_EXTENT_SIZE 24u
+#define KILN_ABI_ARG_EXTENT_BEGIN 0u
+#define KILN_ABI_ARG_EXTENT_END 8u
+#define KILN_ABI_ARG_EXTENT_ACCESS 16u
+enum { KILN_ABI_ACCESS_READ = 1, KILN_ABI_ACCESS_WRITE = 2 };
 enum {
   KILN_ABI_SLOT_KIND,
   KILN_ABI_SLOT_INDEX,
@@ -212,6 +225,20 @@ enum {
   KILN_ABI_SELFTEST_FIELD_COUNT
 };
 enum { KILN_ABI_SELFTEST_TENSOR_DATA, KILN_ABI_SELFTEST_TENSOR_FIELD_COUNT };
+
+/* ---- limits ----
+ * The runtime refuses a package beyond these (a named check), so that verification stays linear
+ * and its allocations bounded; the compiler refuses to write one. */
+#define KILN_ABI_MAX_TENSORS (1u << 16) /* inputs, and outputs */
+#define KILN_ABI_MAX_RANK 32u
+#define KILN_ABI_MAX_SLOTS (1u << 20)
+#define KILN_ABI_MAX_KERNELS (1u << 20)
+#define KILN_ABI_MAX_KERNEL_ARGS 4096u
+#define KILN_ABI_MAX_GROUPS (1u << 24)
+#define KILN_ABI_MAX_LAUNCHES (1u << 24)
+#define KILN_ABI_MAX_LAUNCH_ARGS (1u << 26) /* over all launches */
+#define KILN_ABI_MAX_TASKS (1u << 20)       /* per launch */
+#define KILN_ABI_MAX_FEATURES 64u
 
 /* The byte offset of field |index| in a FlatBuffers vtable (flatc's VT_ constants). */
 #define KILN_ABI_VTABLE_OFFSET(index) (4 + 2 * (index))

@@ -14,6 +14,7 @@ CodegenKernel codegen_kernel(const std::string& name, const UOp* ast, const UOp*
   c.name = name;
   c.program = linearize(lowered);
   c.arg_dtypes = kernel_arg_dtypes(ast);
+  c.accesses = kernel_arg_accesses(ast);
   c.index_bits = index_bits(lowered);
   for (DType d : c.arg_dtypes)
     KILN_CHECK(d.scalar != ScalarKind::Void, "kernel ", name, " has an argument it never uses");

@@ -150,9 +150,15 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
     const KernelProgram& k = plan.programs[i];
     std::vector<uint8_t> dts;
     for (DType d : kernel_arg_dtypes(k.ast)) dts.push_back(package_dtype(d));
+    std::vector<fb::ArgExtent> extents;
+    for (const ArgAccess& a : kernel_arg_accesses(k.ast))
+      extents.emplace_back(static_cast<uint64_t>(a.begin), static_cast<uint64_t>(a.end),
+                           (a.read ? uint32_t{KILN_ABI_ACCESS_READ} : 0u) |
+                               (a.written ? uint32_t{KILN_ABI_ACCESS_WRITE} : 0u));
     kernels.push_back(fb::CreateKernel(
         fbb, fbb.CreateString(k.name), static_cast<uint32_t>(i), static_cast<uint32_t>(dts.size()),
-        fbb.CreateVector(reinterpret_cast<const fb::DType*>(dts.data()), dts.size())));
+        fbb.CreateVector(reinterpret_cast<const fb::DType*>(dts.data()), dts.size()),
+        fbb.CreateVectorOfStructs(extents)));
   }
 
   std::vector<flatbuffers::Offset<fb::Group>> groups;

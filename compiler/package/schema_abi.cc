@@ -43,6 +43,7 @@ KILN_FIELD(Kernel, NAME, KILN_ABI_KERNEL_NAME);
 KILN_FIELD(Kernel, ENTRY, KILN_ABI_KERNEL_ENTRY);
 KILN_FIELD(Kernel, NUM_ARGS, KILN_ABI_KERNEL_NUM_ARGS);
 KILN_FIELD(Kernel, ARG_DTYPES, KILN_ABI_KERNEL_ARG_DTYPES);
+KILN_FIELD(Kernel, ARG_EXTENTS, KILN_ABI_KERNEL_ARG_EXTENTS);
 KILN_FIELD(Slot, KIND, KILN_ABI_SLOT_KIND);
 KILN_FIELD(Slot, INDEX, KILN_ABI_SLOT_INDEX);
 KILN_FIELD(Slot, OFFSET, KILN_ABI_SLOT_OFFSET);
@@ -88,6 +89,9 @@ KILN_VALUE(SlotKind::Constant, KILN_ABI_SLOT_CONSTANT);
 KILN_VALUE(SlotKind::Input, KILN_ABI_SLOT_INPUT);
 KILN_VALUE(SlotKind::Output, KILN_ABI_SLOT_OUTPUT);
 #undef KILN_VALUE
+
+// (The fields' offsets inside ArgExtent are checked by tests/package/schema_abi_test.cc.)
+static_assert(sizeof(fb::ArgExtent) == KILN_ABI_ARG_EXTENT_SIZE, "ArgExtent's size");
 
 static_assert(sizeof(kiln_abi_entry_table_header) == KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET,
               "the entries follow the entry table's header");

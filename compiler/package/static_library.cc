@@ -39,10 +39,9 @@ std::string static_library_header(const std::string& symbol, size_t num_kernels,
        ", &" + symbol + "_kernels, options, &model);\n */\n";
   h += "#ifndef " + guard + "_KILN_H_\n#define " + guard + "_KILN_H_\n\n#include <stdint.h>\n\n";
   h += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  h += "/* The kernels' entry table (layout read by the runtime; do not use its fields). */\n";
-  h += "extern const struct " + symbol +
-       "_kernel_table {\n  " KILN_ABI_ENTRY_TABLE_HEADER_DECL "\n  const void* entries[" +
-       std::to_string(num_kernels) + "];\n} " + symbol + "_kernels;\n\n";
+  h += "/* The kernels' entry table (" + std::to_string(num_kernels) +
+       " kernels; the runtime reads its layout, an application only takes its address). */\n";
+  h += "extern const struct " + symbol + "_kernel_table " + symbol + "_kernels;\n\n";
   if (embed) {
     h += "/* The package (weights, plan, schedule), 64-byte aligned so it is used in place. */\n";
     h += "extern const unsigned char " + symbol + "_package[];\n";

@@ -1,5 +1,9 @@
 #include "compiler/schedule/plan.h"
 
+#include <algorithm>
+
+#include "compiler/support/error.h"
+
 namespace kiln {
 
 int64_t PlanBuffer::numel() const {
@@ -22,6 +26,35 @@ std::vector<DType> kernel_arg_dtypes(const UOp* ast) {
     size_t i = static_cast<size_t>(u->iarg());
     if (out.size() <= i) out.resize(i + 1);
     out[i] = u->dtype.base();
+  }
+  return out;
+}
+
+std::vector<ArgAccess> kernel_arg_accesses(const UOp* ast) {
+  std::vector<ArgAccess> out(kernel_arg_dtypes(ast).size());
+  std::vector<bool> seen(out.size(), false);
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Op::LOAD && u->op != Op::STORE) continue;
+    const UOp* index = u->src[0];
+    const UOp* buf = index->src[0];
+    const UOp* idx = index->src[1];
+    size_t a = static_cast<size_t>(buf->iarg());
+    int64_t size = buf->dtype.ptr_size, item = buf->dtype.base().itemsize();
+    bool gated = idx->op == Op::WHERE && idx->src[2]->is_invalid();
+    if (gated) idx = idx->src[1];
+    int64_t lo = idx->vmin(), hi = idx->vmax();
+    if (gated) {
+      lo = std::max<int64_t>(lo, 0);
+      hi = std::min<int64_t>(hi, size - 1);
+    }
+    KILN_CHECK(lo >= 0 && hi < size, "argument ", a, " is indexed in [", lo, ", ", hi, "] of its ",
+               size, " elements");
+    if (lo > hi) continue;  // no element is ever touched
+    ArgAccess& acc = out[a];
+    acc.begin = seen[a] ? std::min(acc.begin, lo * item) : lo * item;
+    acc.end = seen[a] ? std::max(acc.end, (hi + 1) * item) : (hi + 1) * item;
+    seen[a] = true;
+    (u->op == Op::LOAD ? acc.read : acc.written) = true;
   }
   return out;
 }

@@ -31,6 +31,17 @@ struct KernelProgram {
 // The element dtype of each argument of a kernel AST (DEFINE_GLOBAL 0..n-1).
 std::vector<DType> kernel_arg_dtypes(const UOp* ast);
 
+// The bytes a kernel may touch in one argument, [begin, end), and how.
+struct ArgAccess {
+  int64_t begin = 0, end = 0;
+  bool read = false, written = false;
+};
+// Per argument of a kernel AST: the union over its loads and stores of the index bounds (vmin,
+// vmax) in bytes. A gated index touches memory only where its gate holds, which keeps it in the
+// buffer: its bounds are clipped to the buffer. An ungated index whose bounds leave the buffer is
+// a compiler bug (InternalError naming the argument).
+std::vector<ArgAccess> kernel_arg_accesses(const UOp* ast);
+
 // One execution of a program on concrete buffers.
 struct Launch {
   int program = 0;

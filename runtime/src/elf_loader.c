@@ -3,6 +3,12 @@
  * outside what kilnc produces (other relocation kinds, dependencies, initializers, TLS) is
  * refused with a message naming it. Every offset and size is checked against the blob.
  *
+ * Memory protection is decided from one model of the final image, before anything is protected:
+ * loadable segments may not overlap nor share a page with different permissions, relocations may
+ * only patch writable segments, RELRO must lie inside a writable segment, and the entry table and
+ * every entry are checked against the pages' final protection (readable; read-execute), never
+ * against the segment flags alone. Pages no segment covers end up inaccessible.
+ *
  * The steps are functions of their own, run in order by kiln_elf_load; the first failure goes
  * to its one cleanup path (unmap the image). */
 #include <elf.h>
@@ -44,6 +50,60 @@ static int in_range(uint64_t off, uint64_t len, uint64_t size) {
 
 static kiln_status bad(const char* what) {
   return kiln_error(KILN_INVALID_PACKAGE, "kernel code (ELF): %s", what);
+}
+
+static uint64_t page_down(const elf_image* im, uint64_t a) {
+  return a & ~(im->page - 1);
+}
+static uint64_t page_up(const elf_image* im, uint64_t a) {
+  return (a + im->page - 1) & ~(im->page - 1);
+}
+
+static int prot_of(const Elf64_Phdr* p) {
+  return ((p->p_flags & PF_R) ? PROT_READ : 0) | ((p->p_flags & PF_W) ? PROT_WRITE : 0) |
+         ((p->p_flags & PF_X) ? PROT_EXEC : 0);
+}
+
+/* The loadable segment whose pages hold address |a|, or NULL. */
+static const Elf64_Phdr* segment_at(const elf_image* im, uint64_t a) {
+  for (int i = 0; i < im->eh.e_phnum; ++i) {
+    const Elf64_Phdr* p = &im->ph[i];
+    if (p->p_type == PT_LOAD && p->p_memsz && a >= page_down(im, p->p_vaddr) &&
+        a < page_up(im, p->p_vaddr + p->p_memsz))
+      return p;
+  }
+  return NULL;
+}
+
+/* The protection the page of |a| has once loading is done (protect() applies the same model). */
+static int final_prot(const elf_image* im, uint64_t a) {
+  const Elf64_Phdr* seg = segment_at(im, a);
+  if (!seg) return PROT_NONE;
+  for (int i = 0; i < im->eh.e_phnum; ++i) {
+    const Elf64_Phdr* p = &im->ph[i];
+    if (p->p_type == PT_GNU_RELRO && a >= page_down(im, p->p_vaddr) &&
+        a < page_down(im, p->p_vaddr + p->p_memsz))
+      return PROT_READ;
+  }
+  return prot_of(seg);
+}
+
+/* Every page of [a, a + n) has all of |want| in its final protection. */
+static int range_has_prot(const elf_image* im, uint64_t a, uint64_t n, int want) {
+  for (uint64_t pg = page_down(im, a); pg < a + n; pg += im->page)
+    if ((final_prot(im, pg) & want) != want) return 0;
+  return 1;
+}
+
+/* [a, a + n) lies in a writable loadable segment. */
+static int in_writable_segment(const elf_image* im, uint64_t a, uint64_t n) {
+  for (int i = 0; i < im->eh.e_phnum; ++i) {
+    const Elf64_Phdr* p = &im->ph[i];
+    if (p->p_type == PT_LOAD && (p->p_flags & PF_W) && a >= p->p_vaddr &&
+        a + n <= p->p_vaddr + p->p_memsz)
+      return 1;
+  }
+  return 0;
 }
 
 void kiln_elf_unload(kiln_code* code) {
@@ -89,6 +149,24 @@ static kiln_status map_segments(elf_image* im) {
     if (end > span) span = end;
   }
   if (span == 0) return bad("no loadable segment");
+  /* No two segments overlap, nor share a page unless their permissions are the same. */
+  for (int i = 0; i < im->eh.e_phnum; ++i)
+    for (int j = i + 1; j < im->eh.e_phnum; ++j) {
+      const Elf64_Phdr *a = &im->ph[i], *b = &im->ph[j];
+      if (a->p_type != PT_LOAD || b->p_type != PT_LOAD || !a->p_memsz || !b->p_memsz) continue;
+      if (a->p_vaddr < b->p_vaddr + b->p_memsz && b->p_vaddr < a->p_vaddr + a->p_memsz)
+        return bad("overlapping loadable segments");
+      if (prot_of(a) != prot_of(b) &&
+          page_down(im, a->p_vaddr) < page_up(im, b->p_vaddr + b->p_memsz) &&
+          page_down(im, b->p_vaddr) < page_up(im, a->p_vaddr + a->p_memsz))
+        return bad("segments with different permissions share a page");
+    }
+  /* RELRO protects data the relocations wrote: it lies inside one writable segment. */
+  for (int i = 0; i < im->eh.e_phnum; ++i) {
+    const Elf64_Phdr* p = &im->ph[i];
+    if (p->p_type == PT_GNU_RELRO && !in_writable_segment(im, p->p_vaddr, p->p_memsz))
+      return bad("a RELRO region outside a writable segment");
+  }
   span = (span + im->page - 1) & ~(im->page - 1);
   uint8_t* base = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED)
@@ -155,6 +233,8 @@ static kiln_status relocate(elf_image* im) {
                         (unsigned long)ELF64_R_TYPE(r.r_info));
     if (!in_range(r.r_offset, 8, span) || r.r_addend < 0 || (uint64_t)r.r_addend >= span)
       return bad("a relocation out of bounds");
+    if (!in_writable_segment(im, r.r_offset, 8))
+      return bad("a relocation patches a segment that is not writable (such as code)");
     uint64_t v = (uint64_t)(uintptr_t)base + (uint64_t)r.r_addend;
     memcpy(base + r.r_offset, &v, 8);
   }
@@ -194,61 +274,68 @@ static kiln_status find_entry_table(elf_image* im) {
     return kiln_error(KILN_UNSUPPORTED,
                       "kernel entry table version %u (magic 0x%08x); this runtime reads version %u",
                       head.version, head.magic, KILN_ABI_ENTRY_TABLE_VERSION);
-  if (!in_range(table + KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET, (uint64_t)head.count * sizeof(void*),
-                span))
+  /* Header, entries, argument counts, then extents: all inside the image and readable. */
+  uint64_t nargs_at = KILN_ABI_ENTRY_TABLE_NARGS_OFFSET(head.count), extents = 0;
+  if (head.count > KILN_ABI_MAX_KERNELS ||
+      !in_range(table + nargs_at, 4 * (uint64_t)head.count, span))
     return bad("entry table out of bounds");
+  for (uint32_t k = 0; k < head.count; ++k) {
+    uint32_t n;
+    memcpy(&n, im->out->base + table + nargs_at + 4 * (uint64_t)k, 4);
+    if (n > KILN_ABI_MAX_KERNEL_ARGS) return bad("an entry with too many arguments");
+    extents += n;
+  }
+  uint64_t table_size =
+      KILN_ABI_ENTRY_TABLE_EXTENTS_OFFSET(head.count) + extents * KILN_ABI_ARG_EXTENT_SIZE;
+  if (!in_range(table, table_size, span)) return bad("entry table out of bounds");
+  if (!range_has_prot(im, table, table_size, PROT_READ))
+    return bad("the entry table is not in readable memory once loaded");
+  im->out->table = im->out->base + table;
   im->out->entries =
       (const kiln_kernel_fn*)(im->out->base + table + KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET);
   im->out->num_entries = head.count;
   return KILN_OK;
 }
 
-/* Protections from the segments' flags (never writable and executable), then RELRO data made
- * read-only after relocation (the entry table lives there). */
+/* Applies final_prot's model: everything inaccessible, then each segment's pages with its
+ * permissions, then RELRO read-only. */
 static kiln_status protect(elf_image* im) {
   uint8_t* base = im->out->base;
-  uint64_t span = im->out->size, page = im->page;
+  if (mprotect(base, im->out->size, PROT_NONE) != 0)
+    return kiln_error(KILN_INTERNAL, "cannot protect kernel code memory");
   for (int i = 0; i < im->eh.e_phnum; ++i) {
     const Elf64_Phdr* p = &im->ph[i];
-    if (p->p_type != PT_LOAD) continue;
-    uint64_t start = p->p_vaddr & ~(page - 1);
-    uint64_t end = (p->p_vaddr + p->p_memsz + page - 1) & ~(page - 1);
-    int prot = ((p->p_flags & PF_R) ? PROT_READ : 0) | ((p->p_flags & PF_W) ? PROT_WRITE : 0) |
-               ((p->p_flags & PF_X) ? PROT_EXEC : 0);
+    if (p->p_type != PT_LOAD || !p->p_memsz) continue;
     if ((p->p_flags & PF_W) && (p->p_flags & PF_X)) return bad("a writable and executable segment");
-    if (mprotect(base + start, end - start, prot) != 0)
+    uint64_t start = page_down(im, p->p_vaddr), end = page_up(im, p->p_vaddr + p->p_memsz);
+    if (mprotect(base + start, end - start, prot_of(p)) != 0)
       return kiln_error(KILN_INTERNAL, "cannot protect kernel code memory");
   }
   for (int i = 0; i < im->eh.e_phnum; ++i) {
     const Elf64_Phdr* p = &im->ph[i];
     if (p->p_type != PT_GNU_RELRO) continue;
-    uint64_t start = p->p_vaddr & ~(page - 1);
-    uint64_t end = (p->p_vaddr + p->p_memsz) & ~(page - 1);
-    if (end > start && end <= span && mprotect(base + start, end - start, PROT_READ) != 0)
+    uint64_t start = page_down(im, p->p_vaddr), end = page_down(im, p->p_vaddr + p->p_memsz);
+    if (end > start && mprotect(base + start, end - start, PROT_READ) != 0)
       return kiln_error(KILN_INTERNAL, "cannot protect relocated kernel data");
   }
   return KILN_OK;
 }
 
-/* Every entry points into an executable segment. */
+/* Every entry points into memory that is executable once loaded. */
 static kiln_status check_entries(elf_image* im) {
   for (uint32_t k = 0; k < im->out->num_entries; ++k) {
     uint64_t addr = (uint64_t)(uintptr_t)im->out->entries[k] - (uint64_t)(uintptr_t)im->out->base;
-    int ok = 0;
-    for (int i = 0; i < im->eh.e_phnum && !ok; ++i) {
-      const Elf64_Phdr* p = &im->ph[i];
-      ok = p->p_type == PT_LOAD && (p->p_flags & PF_X) && addr >= p->p_vaddr &&
-           addr < p->p_vaddr + p->p_memsz;
-    }
-    if (!ok) return bad("an entry outside executable code");
+    if (addr >= im->out->size || !range_has_prot(im, addr, 1, PROT_READ | PROT_EXEC))
+      return bad("an entry outside executable code");
   }
   return KILN_OK;
 }
 
 kiln_status kiln_elf_load(const uint8_t* elf, size_t size, kiln_code* out) {
   typedef kiln_status (*step_fn)(elf_image*);
-  static const step_fn steps[] = {read_headers,     map_segments, relocate,
-                                  find_entry_table, protect,      check_entries};
+  /* (Entries are checked against the model of the final protections before it is applied.) */
+  static const step_fn steps[] = {read_headers,     map_segments,  relocate,
+                                  find_entry_table, check_entries, protect};
   elf_image im;
   memset(&im, 0, sizeof im);
   long page = sysconf(_SC_PAGESIZE);

@@ -33,7 +33,11 @@ static inline int kiln_mul_overflow(uint64_t a, uint64_t b, uint64_t* out) {
 /* CRC-32C (kiln_abi.h), with the CPU's CRC instructions when it has them. */
 uint32_t kiln_crc32c(uint32_t crc, const void* data, size_t len);
 
-/* ---- the verified model ---- */
+/* ---- the verified model ----
+ * Everything here is the runtime's own memory, copied out of the package while verifying it:
+ * after loading, only the weights (constants), the self-test's tensors and the code (copied into
+ * its own mapping by the ELF loader) are used from the package bytes, so a package buffer that
+ * changes after load cannot change what a session reads about the model. */
 
 typedef struct kiln_slot_desc {
   uint8_t kind;
@@ -47,7 +51,7 @@ typedef struct kiln_slot_desc {
 typedef struct kiln_launch_desc {
   uint32_t kernel;
   uint32_t nargs;
-  const uint32_t* args; /* inside the package buffer (4-byte aligned, little-endian) */
+  const uint32_t* args; /* slot of each argument (in m->launch_args) */
   uint32_t ntasks;
 } kiln_launch_desc;
 
@@ -58,10 +62,10 @@ typedef struct kiln_group_desc {
 } kiln_group_desc;
 
 typedef struct kiln_tensor_desc {
-  const char* name;
+  const char* name; /* in the model's copy */
   uint8_t dtype;
   uint32_t rank;
-  const int64_t* shape;
+  const int64_t* shape; /* in the model's copy */
   uint64_t size_bytes;
   uint32_t slot;
 } kiln_tensor_desc;
@@ -69,10 +73,13 @@ typedef struct kiln_tensor_desc {
 typedef kiln_abi_kernel_fn kiln_kernel_fn;
 
 typedef struct kiln_kernel_desc {
-  const char* name;
-  uint32_t entry; /* index into the entry table */
+  const char* name; /* in the model's copy */
+  uint32_t entry;   /* index into the entry table */
   uint32_t nargs;
-  const uint8_t* arg_dtypes; /* nargs dtypes, inside the package buffer */
+  /* while loading only: positions in the package of the argument dtypes (nargs bytes) and
+   * access extents (nargs ArgExtent structs), and the extents in the code's entry table */
+  uint64_t arg_dtypes, arg_extents;
+  const uint8_t* code_extents;
 } kiln_kernel_desc;
 
 /* The kernels' entry table (kiln_abi.h): from an ELF shared object mapped by kiln's loader, or
@@ -80,6 +87,7 @@ typedef struct kiln_kernel_desc {
 typedef struct kiln_code {
   uint8_t* base; /* the mapped image (NULL for a static table) */
   size_t size;
+  const uint8_t* table; /* the entry table, in readable memory as far as its extents reach */
   const kiln_kernel_fn* entries;
   uint32_t num_entries;
 } kiln_code;
@@ -111,6 +119,10 @@ struct kiln_model {
   int has_selftest;
   const uint8_t** selftest_inputs;  /* per input: size_bytes bytes in the package */
   const uint8_t** selftest_outputs; /* per output: the expected bytes */
+  /* the copies the descriptions point into */
+  void* tensor_copy[2];  /* the shapes and names of the inputs [0] and the outputs [1] */
+  char* kernel_strings;  /* kernel names */
+  uint32_t* launch_args; /* every launch's argument slots */
   float selftest_tolerance;
   int live_sessions; /* atomic */
 };
@@ -135,7 +147,8 @@ int kiln_cpu_has_crc32c(void);
 /* The architecture the runtime runs on: "x86_64" or "aarch64". */
 const char* kiln_runtime_arch(void);
 
-/* thread_pool.c */
+/* thread_pool.c. A session runs on at most KILN_MAX_THREADS threads (kiln.h documents it). */
+#define KILN_MAX_THREADS 1024
 typedef struct kiln_pool kiln_pool;
 typedef void (*kiln_work_fn)(void* ctx, uint32_t item);
 kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out);

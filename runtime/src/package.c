@@ -140,6 +140,10 @@ kiln_status kiln_verify_target(kiln_loader* ld) {
   uint32_t nfeat =
       fbr_vector(R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_REQUIRED_FEATURES)), 4, &feats);
   KILN_FB_CHECK(R);
+  if (nfeat > KILN_ABI_MAX_FEATURES)
+    return kiln_error(KILN_INVALID_PACKAGE,
+                      "invalid package: %u required CPU features (the limit is %u)", nfeat,
+                      KILN_ABI_MAX_FEATURES);
   char missing[512] = "";
   for (uint32_t i = 0; i < nfeat; ++i) {
     const char* f = fbr_string(R, fbr_ref(R, feats + 4 * (uint64_t)i));
@@ -163,9 +167,9 @@ kiln_status kiln_verify_target(kiln_loader* ld) {
 
 kiln_status kiln_package_load(kiln_model* m, int verify_checksums) {
   typedef kiln_status (*stage_fn)(kiln_loader*);
-  static const stage_fn stages[] = {
-      kiln_verify_header, kiln_verify_checksums, kiln_verify_target,      kiln_load_tensors,
-      kiln_load_slots,    kiln_load_schedule,    kiln_verify_memory_plan, kiln_bind_code};
+  static const stage_fn stages[] = {kiln_verify_header, kiln_verify_checksums,  kiln_verify_target,
+                                    kiln_load_tensors,  kiln_load_slots,        kiln_load_code,
+                                    kiln_load_schedule, kiln_verify_memory_plan};
   kiln_loader ld;
   memset(&ld, 0, sizeof ld);
   ld.m = m;
@@ -194,6 +198,13 @@ void kiln_package_unload(kiln_model* m) {
   kiln_free(a, m->groups);
   kiln_free(a, (void*)m->selftest_inputs);
   kiln_free(a, (void*)m->selftest_outputs);
+  kiln_free(a, m->tensor_copy[0]);
+  kiln_free(a, m->tensor_copy[1]);
+  kiln_free(a, m->kernel_strings);
+  kiln_free(a, m->launch_args);
+  m->tensor_copy[0] = m->tensor_copy[1] = NULL;
+  m->kernel_strings = NULL;
+  m->launch_args = NULL;
   m->inputs = m->outputs = NULL;
   m->slots = NULL;
   m->kernel_descs = NULL;

@@ -44,8 +44,9 @@ kiln_status kiln_verify_target(kiln_loader* ld);    /* architecture and CPU feat
 kiln_status kiln_load_tensors(kiln_loader* ld); /* inputs, outputs, the self-test */
 kiln_status kiln_load_slots(kiln_loader* ld);   /* arena, slots and their tensors */
 /* package_schedule.c */
-kiln_status kiln_load_schedule(kiln_loader* ld); /* kernels, groups, launches, write-before-read */
+kiln_status kiln_load_code(kiln_loader* ld);          /* the ELF, or the linked entry table */
+kiln_status kiln_load_schedule(kiln_loader* ld);      /* kernels bound to their code's entries and
+                                                         extents, groups, launches, write-before-read */
 kiln_status kiln_verify_memory_plan(kiln_loader* ld); /* live arena slots never overlap */
-kiln_status kiln_bind_code(kiln_loader* ld);          /* the entry table, each kernel's entry */
 
 #endif /* KILN_RT_PACKAGE_LOADER_H_ */

@@ -4,39 +4,75 @@
 
 #include "package_loader.h"
 
-/* The tensors of vector field |field| of the root: names, dtypes, shapes and sizes. */
-static kiln_status load_tensor_list(kiln_loader* ld, int field, kiln_tensor_desc** out,
+/* The tensors of vector field |field| of the root (list |which|: 0 inputs, 1 outputs): names,
+ * dtypes, shapes and sizes, with the names and shapes copied into one block of the model's. */
+static kiln_status load_tensor_list(kiln_loader* ld, int field, int which, kiln_tensor_desc** out,
                                     uint32_t* count) {
   kiln_model* m = ld->m;
   fbr* R = &ld->r;
+  const char* what = which ? "outputs" : "inputs";
   uint64_t data;
   uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, field)), 4, &data);
   KILN_FB_CHECK(R);
+  if (n > KILN_ABI_MAX_TENSORS)
+    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %u %s (the limit is %u)", n, what,
+                      KILN_ABI_MAX_TENSORS);
   *out = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_tensor_desc) + 1, 8);
   if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading tensor descriptions");
   *count = n;
+  /* Pass 1: read and check each tensor, and size the copy. */
+  uint64_t copy_bytes = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    uint64_t t = fbr_table_at(R, data, i);
+    uint64_t t = fbr_table_at(R, data, i), shape;
     kiln_tensor_desc* d = &(*out)[i];
-    d->name = fbr_string(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_TENSOR_INFO_NAME)));
+    const char* name = fbr_string(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_TENSOR_INFO_NAME)));
     d->dtype = kiln_fb_u8_field(R, t, KILN_ABI_TENSOR_INFO_DTYPE);
-    uint64_t shape;
     d->rank = fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_TENSOR_INFO_SHAPE)), 8, &shape);
     d->slot = kiln_fb_u32_field(R, t, KILN_ABI_TENSOR_INFO_SLOT);
     KILN_FB_CHECK(R);
-    if (!d->name) return kiln_loader_invalid("a tensor without a name");
-    if (shape % 8 && d->rank) return kiln_loader_invalid("a misaligned shape");
-    d->shape = d->rank ? (const int64_t*)(m->buf + shape) : NULL;
+    if (!name) return kiln_loader_invalid("a tensor without a name");
+    if (d->rank > KILN_ABI_MAX_RANK)
+      return kiln_error(KILN_INVALID_PACKAGE,
+                        "invalid package: tensor '%s' has rank %u (the limit is %u)", name, d->rank,
+                        KILN_ABI_MAX_RANK);
     if (kiln_dtype_size((kiln_dtype)d->dtype) == 0)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' has dtype %u", d->name,
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' has dtype %u", name,
                         d->dtype);
     uint64_t numel = 1;
-    for (uint32_t k = 0; k < d->rank; ++k)
-      if (d->shape[k] < 0 || kiln_mul_overflow(numel, (uint64_t)d->shape[k], &numel))
+    for (uint32_t k = 0; k < d->rank; ++k) {
+      int64_t dim;
+      memcpy(&dim, m->buf + shape + 8 * (uint64_t)k, 8);
+      if (dim < 0 || kiln_mul_overflow(numel, (uint64_t)dim, &numel))
         return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' has a bad shape",
-                          d->name);
+                          name);
+    }
     if (kiln_mul_overflow(numel, kiln_dtype_size((kiln_dtype)d->dtype), &d->size_bytes))
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' is too large", d->name);
+      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' is too large", name);
+    d->name = name; /* (for messages, until the copy below) */
+    copy_bytes += 8 * (uint64_t)d->rank + strlen(name) + 1;
+  }
+  /* Pass 2: the copies, shapes first (they need 8-byte alignment), then the names. The fields
+   * are read again: pass 1 proved them in bounds. */
+  uint8_t* copy = kiln_alloc(kiln_model_allocator(m), (size_t)copy_bytes + 8, 8);
+  if (!copy) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory copying tensor descriptions");
+  m->tensor_copy[which] = copy;
+  int64_t* dims = (int64_t*)copy;
+  uint64_t total_dims = 0;
+  for (uint32_t i = 0; i < n; ++i) total_dims += (*out)[i].rank;
+  char* names = (char*)(dims + total_dims);
+  for (uint32_t i = 0; i < n; ++i) {
+    kiln_tensor_desc* d = &(*out)[i];
+    uint64_t t = fbr_table_at(R, data, i), shape;
+    fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_TENSOR_INFO_SHAPE)), 8, &shape);
+    const char* name = fbr_string(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_TENSOR_INFO_NAME)));
+    KILN_FB_CHECK(R);
+    memcpy(dims, m->buf + shape, 8 * (size_t)d->rank);
+    d->shape = d->rank ? dims : NULL;
+    dims += d->rank;
+    size_t len = strlen(name) + 1;
+    memcpy(names, name, len);
+    d->name = names;
+    names += len;
   }
   return KILN_OK;
 }
@@ -92,9 +128,10 @@ static kiln_status load_selftest(kiln_loader* ld) {
 
 kiln_status kiln_load_tensors(kiln_loader* ld) {
   kiln_model* m = ld->m;
-  KILN_RETURN_IF_ERROR(load_tensor_list(ld, KILN_ABI_PACKAGE_INPUTS, &m->inputs, &m->num_inputs));
   KILN_RETURN_IF_ERROR(
-      load_tensor_list(ld, KILN_ABI_PACKAGE_OUTPUTS, &m->outputs, &m->num_outputs));
+      load_tensor_list(ld, KILN_ABI_PACKAGE_INPUTS, 0, &m->inputs, &m->num_inputs));
+  KILN_RETURN_IF_ERROR(
+      load_tensor_list(ld, KILN_ABI_PACKAGE_OUTPUTS, 1, &m->outputs, &m->num_outputs));
   return load_selftest(ld);
 }
 
@@ -142,10 +179,14 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
   if (m->arena_alignment == 0 || (m->arena_alignment & (m->arena_alignment - 1)) ||
       m->arena_alignment > 4096)
     return kiln_loader_invalid("the arena alignment is not a power of two up to 4096");
+  if (m->arena_size >= (UINT64_C(1) << 62)) return kiln_loader_invalid("the arena is too large");
 
   uint64_t sdata;
   uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_SLOTS)), 4, &sdata);
   KILN_FB_CHECK(R);
+  if (n > KILN_ABI_MAX_SLOTS)
+    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %u slots (the limit is %u)", n,
+                      KILN_ABI_MAX_SLOTS);
   m->slots = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_slot_desc) + 1, 8);
   if (!m->slots) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading slots");
   m->num_slots = n;
@@ -170,13 +211,17 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
                         (unsigned long long)s->size, (unsigned long long)numel);
     KILN_RETURN_IF_ERROR(check_slot(m, i, s, es));
   }
-  for (uint32_t i = 0; i < m->num_inputs; ++i)
-    if (m->inputs[i].slot >= n || m->slots[m->inputs[i].slot].kind != KILN_ABI_SLOT_INPUT)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: input '%s' has no input slot",
-                        m->inputs[i].name);
-  for (uint32_t i = 0; i < m->num_outputs; ++i)
-    if (m->outputs[i].slot >= n || m->slots[m->outputs[i].slot].kind != KILN_ABI_SLOT_OUTPUT)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: output '%s' has no output slot",
-                        m->outputs[i].name);
+  /* One tensor, one slot: each input and output names a slot of its kind that names it back
+   * (check_slot proved the other direction, with the dtype and size), so no two tensors share
+   * a slot and every I/O slot belongs to exactly one tensor. */
+  for (int which = 0; which < 2; ++which) {
+    const kiln_tensor_desc* td = which ? m->outputs : m->inputs;
+    uint32_t count = which ? m->num_outputs : m->num_inputs;
+    uint8_t kind = which ? KILN_ABI_SLOT_OUTPUT : KILN_ABI_SLOT_INPUT;
+    for (uint32_t i = 0; i < count; ++i)
+      if (td[i].slot >= n || m->slots[td[i].slot].kind != kind || m->slots[td[i].slot].index != i)
+        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %s '%s' does not own an %s slot",
+                          which ? "output" : "input", td[i].name, which ? "output" : "input");
+  }
   return KILN_OK;
 }

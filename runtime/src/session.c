@@ -73,6 +73,10 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
     return kiln_error(KILN_INVALID_ARGUMENT,
                       "kiln_session_options.struct_size is %zu; call kiln_session_options_init",
                       o->struct_size);
+  if (o->num_threads > KILN_MAX_THREADS)
+    return kiln_error(KILN_INVALID_ARGUMENT,
+                      "kiln_session_create: %zu threads (a session runs on at most %d)",
+                      o->num_threads, KILN_MAX_THREADS);
   if (o->arena) {
     if (o->arena_size < m->arena_size)
       return kiln_error(KILN_INVALID_ARGUMENT,
@@ -94,8 +98,10 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
   uint32_t nio = m->num_inputs + m->num_outputs;
   uint64_t nargs = 0;
   for (uint32_t l = 0; l < m->num_launches; ++l) nargs += m->launches[l].nargs;
-  s->slot_ptr = kiln_alloc(a, (size_t)m->num_slots * sizeof(void*) + 8, 16);
+  /* (owned_io first, zeroed at once: release frees its entries whatever failed later.) */
   s->owned_io = kiln_alloc(a, (size_t)nio * sizeof(void*) + 8, 16);
+  if (s->owned_io) memset(s->owned_io, 0, (size_t)nio * sizeof(void*));
+  s->slot_ptr = kiln_alloc(a, (size_t)m->num_slots * sizeof(void*) + 8, 16);
   s->input_set = kiln_alloc(a, (size_t)m->num_inputs * sizeof(int) + 8, 16);
   s->launch_args = kiln_alloc(a, (size_t)m->num_launches * sizeof(void**) + 8, 16);
   s->arg_storage = kiln_alloc(a, (size_t)nargs * sizeof(void*) + 8, 16);
@@ -103,7 +109,6 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
     st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory creating a session");
     goto fail;
   }
-  memset(s->owned_io, 0, (size_t)nio * sizeof(void*));
   memset(s->input_set, 0, (size_t)m->num_inputs * sizeof(int));
   if (o->arena) {
     s->arena = o->arena;
@@ -191,6 +196,18 @@ static kiln_status check_io(const kiln_session* s, size_t index, kiln_dtype dtyp
   return KILN_OK;
 }
 
+/* Kernels read and write whole elements: bound memory is aligned to the element size. */
+static kiln_status check_alignment(const kiln_session* s, size_t index, const void* data,
+                                   int output, const char* what) {
+  const kiln_model* m = s->model;
+  const kiln_tensor_desc* t = output ? &m->outputs[index] : &m->inputs[index];
+  size_t es = kiln_dtype_size((kiln_dtype)t->dtype);
+  if ((uintptr_t)data % es)
+    return kiln_error(KILN_INVALID_ARGUMENT, "%s: memory for '%s' is not aligned to %zu bytes",
+                      what, t->name, es);
+  return KILN_OK;
+}
+
 kiln_status kiln_session_set_input(kiln_session* s, size_t index, kiln_dtype dtype,
                                    const void* data, size_t size) {
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 0, "kiln_session_set_input"));
@@ -208,6 +225,7 @@ kiln_status kiln_session_set_input(kiln_session* s, size_t index, kiln_dtype dty
 kiln_status kiln_session_bind_input(kiln_session* s, size_t index, kiln_dtype dtype,
                                     const void* data, size_t size) {
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 0, "kiln_session_bind_input"));
+  KILN_RETURN_IF_ERROR(check_alignment(s, index, data, 0, "kiln_session_bind_input"));
   s->slot_ptr[s->model->inputs[index].slot] = (void*)data;
   refresh_args(s);
   s->input_set[index] = 1;
@@ -217,6 +235,7 @@ kiln_status kiln_session_bind_input(kiln_session* s, size_t index, kiln_dtype dt
 kiln_status kiln_session_bind_output(kiln_session* s, size_t index, kiln_dtype dtype, void* data,
                                      size_t size) {
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 1, "kiln_session_bind_output"));
+  KILN_RETURN_IF_ERROR(check_alignment(s, index, data, 1, "kiln_session_bind_output"));
   s->slot_ptr[s->model->outputs[index].slot] = data;
   refresh_args(s);
   return KILN_OK;

@@ -77,6 +77,9 @@ static void* worker(void* arg) {
 }
 
 kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out) {
+  if (num_workers >= KILN_MAX_THREADS)
+    return kiln_error(KILN_INVALID_ARGUMENT, "%zu worker threads (the limit is %d threads)",
+                      num_workers, KILN_MAX_THREADS);
   kiln_pool* p = kiln_alloc(a, sizeof *p, 64);
   if (!p) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory creating the thread pool");
   memset(p, 0, sizeof *p);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compiler/codegen/linearizer.h"
+#include "compiler/schedule/plan.h"
 
 namespace llvm {
 class Function;
@@ -24,8 +25,9 @@ namespace kiln {
 struct CodegenKernel {
   std::string name;  // symbol of the entry; the raw kernel is "<name>.raw"
   std::vector<LinearOp> program;
-  std::vector<DType> arg_dtypes;  // element dtype of each argument buffer, as the package has it
-  int index_bits = 64;            // 32 when every index value fits (late_lower.h: index_bits)
+  std::vector<DType> arg_dtypes;    // element dtype of each argument buffer, as the package has it
+  std::vector<ArgAccess> accesses;  // the bytes each argument may touch (the entry table has them)
+  int index_bits = 64;              // 32 when every index value fits (late_lower.h: index_bits)
 };
 
 struct KernelFunctions {

@@ -33,16 +33,43 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
     entries.push_back(f.entry);
   }
   if (table) {
+    // kiln_abi.h's layout: the header, the entries, each kernel's argument count, then every
+    // argument's access extent (an i64 pair and an i32 access, padded to 24 bytes like
+    // kiln.fbs's ArgExtent; LLVM's natural struct layout puts the extents at an 8-byte boundary).
     llvm::Type* i32 = llvm::Type::getInt32Ty(ctx);
+    llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
     auto* ptr = llvm::PointerType::get(ctx, 0);
+    auto* extent_ty = llvm::StructType::get(ctx, {i64, i64, i32, i32});
+    std::vector<llvm::Constant*> nargs, extents;
+    for (const CodegenKernel& k : kernels) {
+      KILN_CHECK(k.accesses.size() == k.arg_dtypes.size(), "kernel ", k.name,
+                 ": accesses for every argument");
+      nargs.push_back(llvm::ConstantInt::get(i32, k.arg_dtypes.size()));
+      for (const ArgAccess& a : k.accesses)
+        extents.push_back(llvm::ConstantStruct::get(
+            extent_ty,
+            {llvm::ConstantInt::get(i64, static_cast<uint64_t>(a.begin)),
+             llvm::ConstantInt::get(i64, static_cast<uint64_t>(a.end)),
+             llvm::ConstantInt::get(i32, (a.read ? uint32_t{KILN_ABI_ACCESS_READ} : 0u) |
+                                             (a.written ? uint32_t{KILN_ABI_ACCESS_WRITE} : 0u)),
+             llvm::ConstantInt::get(i32, 0)}));
+    }
     auto* arr = llvm::ArrayType::get(ptr, entries.size());
-    auto* sty = llvm::StructType::get(ctx, {i32, i32, i32, i32, arr});
-    // kiln_abi_entry_table_header, then the entries.
+    auto* nargs_ty = llvm::ArrayType::get(i32, nargs.size());
+    auto* extents_ty = llvm::ArrayType::get(extent_ty, extents.size());
+    auto* sty = llvm::StructType::get(ctx, {i32, i32, i32, i32, arr, nargs_ty, extents_ty});
     auto* init = llvm::ConstantStruct::get(
         sty, {llvm::ConstantInt::get(i32, KILN_ABI_ENTRY_TABLE_MAGIC),
               llvm::ConstantInt::get(i32, KILN_ABI_ENTRY_TABLE_VERSION),
               llvm::ConstantInt::get(i32, entries.size()), llvm::ConstantInt::get(i32, table_id),
-              llvm::ConstantArray::get(arr, entries)});
+              llvm::ConstantArray::get(arr, entries), llvm::ConstantArray::get(nargs_ty, nargs),
+              llvm::ConstantArray::get(extents_ty, extents)});
+    const llvm::StructLayout* layout = m->getDataLayout().getStructLayout(sty);
+    KILN_CHECK(
+        layout->getElementOffset(5) == KILN_ABI_ENTRY_TABLE_NARGS_OFFSET(entries.size()) &&
+            layout->getElementOffset(6) == KILN_ABI_ENTRY_TABLE_EXTENTS_OFFSET(entries.size()) &&
+            m->getDataLayout().getTypeAllocSize(extent_ty) == KILN_ABI_ARG_EXTENT_SIZE,
+        "the entry table's layout is not kiln_abi.h's");
     KILN_CHECK(kind != ModuleKind::Static || !table_symbol.empty(), "a static table needs a name");
     auto* g = new llvm::GlobalVariable(
         *m, sty, true, llvm::GlobalValue::ExternalLinkage, init,

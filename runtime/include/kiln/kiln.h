@@ -185,7 +185,8 @@ typedef struct kiln_session kiln_session;
 
 typedef struct kiln_session_options {
   size_t struct_size; /* sizeof(kiln_session_options) */
-  size_t num_threads; /* threads running the kernels, the caller's included; 0 or 1: no workers */
+  size_t num_threads; /* threads running the kernels, the caller's included; 0 or 1: no workers;
+                         at most 1024 */
   void* arena;        /* NULL: the session allocates its arena; else caller memory of at least
                          kiln_model_arena_requirements' size and alignment, valid until release */
   size_t arena_size;
@@ -197,7 +198,8 @@ KILN_API void kiln_session_options_init(kiln_session_options* options);
 /* Creates a session on |model| (which must outlive it: releasing the model fails while sessions
  * exist). Allocates everything the session will ever need here: arena (unless supplied), input
  * copies, outputs, worker threads. |options| may be NULL (one thread, own arena).
- * Errors: KILN_INVALID_ARGUMENT (NULL pointers, arena too small or misaligned),
+ * Errors: KILN_INVALID_ARGUMENT (NULL pointers, arena too small or misaligned, more than 1024
+ * threads),
  * KILN_OUT_OF_MEMORY, KILN_INTERNAL (threads could not start). Thread-safe. */
 KILN_API kiln_status kiln_session_create(kiln_model* model, const kiln_session_options* options,
                                          kiln_session** out_session);
@@ -214,11 +216,13 @@ KILN_API kiln_status kiln_session_set_input(kiln_session* session, size_t index,
                                             const void* data, size_t size_bytes);
 
 /* Binds caller memory as input |index| without copying: it is read by every later run, so it
- * must stay valid and unchanged while runs execute, and must not overlap a bound output. */
+ * must stay valid and unchanged while runs execute, and must not overlap a bound output. It must
+ * be aligned to the element size (KILN_INVALID_ARGUMENT otherwise). */
 KILN_API kiln_status kiln_session_bind_input(kiln_session* session, size_t index, kiln_dtype dtype,
                                              const void* data, size_t size_bytes);
 
-/* Binds caller memory as output |index|: later runs write the output there. */
+/* Binds caller memory as output |index|: later runs write the output there. Aligned to the
+ * element size, as for kiln_session_bind_input. */
 KILN_API kiln_status kiln_session_bind_output(kiln_session* session, size_t index, kiln_dtype dtype,
                                               void* data, size_t size_bytes);
 
