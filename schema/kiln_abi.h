@@ -22,6 +22,14 @@
 extern "C" {
 #endif
 
+/* The contract's functions (kiln_abi.c, kiln_sign.c): static where they are compiled into the
+ * one translation unit that uses them (the runtime's amalgamation), else extern. */
+#ifdef KILN_RT_AMALGAMATION
+#define KILN_ABI_FN static
+#else
+#define KILN_ABI_FN
+#endif
+
 /* ---- package format version (Provenance.format_major / format_minor) ---- */
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
@@ -157,6 +165,7 @@ enum {
   KILN_ABI_PACKAGE_METADATA_CRC32C,
   KILN_ABI_PACKAGE_SELFTEST,
   KILN_ABI_PACKAGE_STATIC_KERNELS_ID,
+  KILN_ABI_PACKAGE_SIGNATURE,
   KILN_ABI_PACKAGE_FIELD_COUNT
 };
 enum {
@@ -225,6 +234,11 @@ enum {
   KILN_ABI_SELFTEST_FIELD_COUNT
 };
 enum { KILN_ABI_SELFTEST_TENSOR_DATA, KILN_ABI_SELFTEST_TENSOR_FIELD_COUNT };
+enum {
+  KILN_ABI_SIGNATURE_PUBLIC_KEY,
+  KILN_ABI_SIGNATURE_SIGNATURE,
+  KILN_ABI_SIGNATURE_FIELD_COUNT
+};
 
 /* ---- limits ----
  * The runtime refuses a package beyond these (a named check), so that verification stays linear
@@ -248,7 +262,7 @@ enum { KILN_ABI_SELFTEST_TENSOR_DATA, KILN_ABI_SELFTEST_TENSOR_FIELD_COUNT };
 /* CRC-32C (Castagnoli), continued: kiln_abi_crc32c(kiln_abi_crc32c(0, a), b) is the CRC of a
  * followed by b. Portable code (slicing by 8); |use_hardware| nonzero uses the SSE4.2 or ARMv8
  * CRC instructions, which the caller must know the CPU has. */
-uint32_t kiln_abi_crc32c(uint32_t crc, const void* data, size_t len, int use_hardware);
+KILN_ABI_FN uint32_t kiln_abi_crc32c(uint32_t crc, const void* data, size_t len, int use_hardware);
 
 /* The metadata checksum (Package.metadata_crc32c): CRC-32C of the whole buffer with the code and
  * constants payloads skipped (their sections have their own checksums) and the checksum field's
@@ -259,9 +273,9 @@ typedef struct kiln_abi_region {
   uint64_t offset;
   uint64_t size;
 } kiln_abi_region;
-int kiln_abi_metadata_crc32c(const uint8_t* buf, size_t size, kiln_abi_region code,
-                             kiln_abi_region constants, uint64_t crc_field, int use_hardware,
-                             uint32_t* out_crc);
+KILN_ABI_FN int kiln_abi_metadata_crc32c(const uint8_t* buf, size_t size, kiln_abi_region code,
+                                         kiln_abi_region constants, uint64_t crc_field,
+                                         int use_hardware, uint32_t* out_crc);
 
 #ifdef __cplusplus
 }

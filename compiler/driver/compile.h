@@ -33,6 +33,7 @@ namespace kiln {
 
 class JitProgram;
 class TuningCache;
+struct SigningKey;
 
 // What a compile produces, and so which stages run.
 enum class Emit : uint8_t {
@@ -58,6 +59,7 @@ struct CompileOptions {
   bool embed_selftest = false;  // Package, StaticLibrary: inputs and this machine's outputs
   std::vector<std::string> provenance_flags;  // recorded in the package: what decided it
   std::string model_sha256;  // of the source; compile(path) computes it from the file
+  const SigningKey* signing_key = nullptr;  // sign the package (package/package_signing.h)
   // StaticLibrary: the output path (NAME or NAME.a; the C symbol derives from NAME), and whether
   // the package goes inside the archive.
   std::string static_output;

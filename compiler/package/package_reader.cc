@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "compiler/package/package_signing.h"
 #include "compiler/package/package_writer.h"
 #include "compiler/support/error.h"
 #include "kiln/schema/kiln_generated.h"
@@ -42,6 +43,7 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
       !fb::VerifyPackageBuffer(v))
     throw Error("not a valid kiln package (FlatBuffers verification failed)");
   const fb::Package* p = fb::GetPackage(bytes.data());
+  SignatureInfo sig = package_signature(bytes);
   uint32_t crc = package_metadata_crc(bytes.data(), bytes.size());
   bool crc_ok = crc == p->metadata_crc32c();
   size_t launches = 0;
@@ -94,7 +96,9 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
        << ", \"constant_bytes\": " << consts << ", \"code_bytes\": " << code
        << ", \"file_bytes\": " << bytes.size()
        << ", \"metadata_checksum_ok\": " << (crc_ok ? "true" : "false")
-       << ", \"selftest\": " << (p->selftest() ? "true" : "false") << "}";
+       << ", \"selftest\": " << (p->selftest() ? "true" : "false")
+       << ", \"signed_by\": " << (sig.signer.empty() ? "null" : "\"" + sig.signer + "\"")
+       << ", \"signature_ok\": " << (sig.valid ? "true" : "false") << "}";
     return os.str();
   }
   os << "format " << (prov ? prov->format_major() : 0) << "." << (prov ? prov->format_minor() : 0)
@@ -117,6 +121,10 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   if (p->selftest())
     os << "self-test: embedded (tolerance " << p->selftest()->tolerance()
        << " of max |expected|)\n";
+  if (!sig.signer.empty())
+    os << "signed by " << sig.signer << ": " << (sig.valid ? "valid" : "INVALID") << "\n";
+  else
+    os << "signature: none\n";
   return os.str();
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/package/package_signing.h"
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
 #include "kiln/schema/kiln_generated.h"
@@ -77,7 +78,7 @@ uint32_t package_metadata_crc(const uint8_t* buf, size_t size) {
 std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
                                    const std::vector<uint8_t>& shared_object, const TargetInfo& t,
                                    const PackageProvenance& prov, const SelfTestData* selftest,
-                                   uint32_t static_kernels_id) {
+                                   uint32_t static_kernels_id, const SigningKey* signing_key) {
   KILN_CHECK(static_kernels_id == 0 || shared_object.empty(),
              "a static-library package carries no shared object");
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
@@ -217,14 +218,25 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
     selftest_table = fb::CreateSelfTest(fbb, ins, outs, selftest->tolerance);
   }
 
+  flatbuffers::Offset<fb::Signature> signature = 0;
+  if (signing_key) {
+    std::vector<uint8_t> zeros(64, 0);
+    signature = fb::CreateSignature(
+        fbb, fbb.CreateVector(signing_key->public_key.data(), signing_key->public_key.size()),
+        fbb.CreateVector(zeros));
+  }
   auto pkg = fb::CreatePackage(
       fbb, provenance, target, fbb.CreateVector(inputs), fbb.CreateVector(outputs),
       fbb.CreateVector(kernels), code_vec, const_vec, fbb.CreateVector(slots),
       static_cast<uint64_t>(plan.memory.arena_bytes), static_cast<uint32_t>(plan.memory.alignment),
       static_cast<uint64_t>(plan.memory.lower_bound_bytes), fbb.CreateVector(groups),
-      fbb.CreateVector(sections), 0, selftest_table, static_kernels_id);
+      fbb.CreateVector(sections), 0, selftest_table, static_kernels_id, signature);
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  if (signing_key) {
+    sign_package(out, *signing_key);  // (which then sets the metadata checksum)
+    return out;
+  }
   uint32_t crc = package_metadata_crc(out.data(), out.size());
   fb::GetMutablePackage(out.data())->mutate_metadata_crc32c(crc);
   return out;

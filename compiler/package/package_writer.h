@@ -13,6 +13,7 @@
 namespace kiln {
 
 class TargetInfo;
+struct SigningKey;
 
 inline constexpr const char* kProducer = "kilnc 0.1.0";
 
@@ -36,7 +37,8 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
                                    const std::vector<uint8_t>& shared_object, const TargetInfo& t,
                                    const PackageProvenance& prov,
                                    const SelfTestData* selftest = nullptr,
-                                   uint32_t static_kernels_id = 0);
+                                   uint32_t static_kernels_id = 0,
+                                   const SigningKey* signing_key = nullptr);
 
 // The metadata checksum (schema/kiln_abi.h's rule) of a package's bytes.
 uint32_t package_metadata_crc(const uint8_t* buf, size_t size);

@@ -10,10 +10,11 @@
 
 typedef struct {
   const char* name;
-  unsigned leaf, subleaf;
-  int reg; /* 0 eax, 1 ebx, 2 ecx, 3 edx */
-  int bit;
-  int state; /* 0 none, 1 AVX state (XCR0 bits 1,2), 2 AVX-512 state (XCR0 bits 1,2,5,6,7) */
+  uint32_t leaf;
+  uint8_t subleaf;
+  uint8_t reg; /* 0 eax, 1 ebx, 2 ecx, 3 edx */
+  uint8_t bit;
+  uint8_t state; /* 0 none, 1 AVX state (XCR0 bits 1,2), 2 AVX-512 state (XCR0 bits 1,2,5,6,7) */
 } feature_bit;
 
 #define KILN_X86_ROW(name, leaf, subleaf, reg, bit, state) {name, leaf, subleaf, reg, bit, state},

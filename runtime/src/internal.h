@@ -6,12 +6,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Functions shared between the runtime's source files. The libraries are compiled as one
+ * translation unit (CMake's unity build defines KILN_RT_AMALGAMATION, as SQLite's amalgamation
+ * does): there these are static, so the archive carries no symbols and no relocations for them.
+ * Compiled file by file (the sanitizer builds in tests/) they are extern. */
+#ifdef KILN_RT_AMALGAMATION
+#define KILN_RT_PRIVATE static
+#else
+#define KILN_RT_PRIVATE
+#endif
+
 #include "kiln/kiln.h"
 #include "kiln_abi.h"
 
 /* Sets the thread's last error message and returns |status|. */
-kiln_status kiln_error(kiln_status status, const char* fmt, ...)
+KILN_RT_PRIVATE kiln_status kiln_error(kiln_status status, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* kiln_error(KILN_INVALID_PACKAGE, "invalid package: " fmt, ...): the verifier's many messages
+ * share their prefix. */
+KILN_RT_PRIVATE kiln_status kiln_invalid(const char* fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 #define KILN_RETURN_IF_ERROR(expr)          \
   do {                                      \
     kiln_status kiln_s_ = (expr);           \
@@ -19,8 +33,8 @@ kiln_status kiln_error(kiln_status status, const char* fmt, ...)
   } while (0)
 
 /* Allocation through the model's allocator (or malloc). */
-void* kiln_alloc(const kiln_allocator* a, size_t size, size_t alignment);
-void kiln_free(const kiln_allocator* a, void* p);
+KILN_RT_PRIVATE void* kiln_alloc(const kiln_allocator* a, size_t size, size_t alignment);
+KILN_RT_PRIVATE void kiln_free(const kiln_allocator* a, void* p);
 
 /* Overflow-checked arithmetic on sizes (nonzero on overflow). */
 static inline int kiln_add_overflow(uint64_t a, uint64_t b, uint64_t* out) {
@@ -31,7 +45,7 @@ static inline int kiln_mul_overflow(uint64_t a, uint64_t b, uint64_t* out) {
 }
 
 /* CRC-32C (kiln_abi.h), with the CPU's CRC instructions when it has them. */
-uint32_t kiln_crc32c(uint32_t crc, const void* data, size_t len);
+KILN_RT_PRIVATE uint32_t kiln_crc32c(uint32_t crc, const void* data, size_t len);
 
 /* ---- the verified model ----
  * Everything here is the runtime's own memory, copied out of the package while verifying it:
@@ -127,34 +141,44 @@ struct kiln_model {
   int live_sessions; /* atomic */
 };
 
-const kiln_allocator* kiln_model_allocator(const kiln_model* m);
+KILN_RT_PRIVATE const kiln_allocator* kiln_model_allocator(const kiln_model* m);
+
+/* What the application trusts (kiln_model_options' signature fields). */
+typedef struct kiln_trust {
+  const uint8_t (*keys)[32];
+  size_t num_keys;
+  int require;
+  const uint8_t* pinned_sha256;
+} kiln_trust;
 
 /* package.c: verify the package bytes and fill the model's descriptions (the code too). On
  * failure everything it allocated is released. */
-kiln_status kiln_package_load(kiln_model* m, int verify_checksums);
+KILN_RT_PRIVATE kiln_status kiln_package_load(kiln_model* m, int verify_checksums,
+                                              const kiln_trust* trust);
 /* Releases what kiln_package_load allocated (also what a failed load left); idempotent. */
-void kiln_package_unload(kiln_model* m);
+KILN_RT_PRIVATE void kiln_package_unload(kiln_model* m);
 
 /* elf_loader.c */
-kiln_status kiln_elf_load(const uint8_t* elf, size_t size, kiln_code* out);
-void kiln_elf_unload(kiln_code* code);
+KILN_RT_PRIVATE kiln_status kiln_elf_load(const uint8_t* elf, size_t size, kiln_code* out);
+KILN_RT_PRIVATE void kiln_elf_unload(kiln_code* code);
 
 /* cpu_features.c: nonzero if the running CPU has the LLVM-named feature |name| (and the OS
  * enabled its registers); -1 if the name is not one kiln_abi.h lists for this architecture. */
-int kiln_cpu_has_feature(const char* name);
+KILN_RT_PRIVATE int kiln_cpu_has_feature(const char* name);
 /* Nonzero if the CPU has CRC-32C instructions (SSE4.2, ARMv8 CRC). */
-int kiln_cpu_has_crc32c(void);
+KILN_RT_PRIVATE int kiln_cpu_has_crc32c(void);
 /* The architecture the runtime runs on: "x86_64" or "aarch64". */
-const char* kiln_runtime_arch(void);
+KILN_RT_PRIVATE const char* kiln_runtime_arch(void);
 
 /* thread_pool.c. A session runs on at most KILN_MAX_THREADS threads (kiln.h documents it). */
 #define KILN_MAX_THREADS 1024
 typedef struct kiln_pool kiln_pool;
 typedef void (*kiln_work_fn)(void* ctx, uint32_t item);
-kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out);
-void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* pool);
+KILN_RT_PRIVATE kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers,
+                                             kiln_pool** out);
+KILN_RT_PRIVATE void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* pool);
 /* Runs fn(ctx, i) for every i in [0, n) on the workers and the calling thread; returns when all
  * are done. */
-void kiln_pool_run(kiln_pool* pool, uint32_t n, kiln_work_fn fn, void* ctx);
+KILN_RT_PRIVATE void kiln_pool_run(kiln_pool* pool, uint32_t n, kiln_work_fn fn, void* ctx);
 
 #endif /* KILN_RT_INTERNAL_H_ */

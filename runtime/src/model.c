@@ -1,6 +1,7 @@
 /* Models: loading (file mapping or memory), inspection, release. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -18,6 +19,18 @@ void kiln_model_options_init(kiln_model_options* o) {
   o->struct_size = sizeof *o;
 }
 
+/* The signature options, from an options struct of any version (older ones have none). */
+static kiln_trust trust_of(const kiln_model_options* o) {
+  kiln_trust t = {NULL, 0, 0, NULL};
+  if (o && o->struct_size >= offsetof(kiln_model_options, pinned_sha256) + sizeof(void*)) {
+    t.keys = o->trusted_keys;
+    t.num_keys = o->num_trusted_keys;
+    t.require = o->require_signature;
+    t.pinned_sha256 = o->pinned_sha256;
+  }
+  return t;
+}
+
 static kiln_status check_options(const kiln_model_options* o) {
   if (o && o->struct_size < sizeof(size_t) + sizeof(void*) + sizeof(int))
     return kiln_error(KILN_INVALID_ARGUMENT,
@@ -25,11 +38,19 @@ static kiln_status check_options(const kiln_model_options* o) {
                       o->struct_size);
   if (o && o->allocator && (!o->allocator->alloc || !o->allocator->free))
     return kiln_error(KILN_INVALID_ARGUMENT, "the allocator needs both alloc and free");
+  kiln_trust t = trust_of(o);
+  if (t.num_keys && !t.keys)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_options: %zu trusted keys at NULL",
+                      t.num_keys);
+  if (t.require && !t.num_keys)
+    return kiln_error(KILN_INVALID_ARGUMENT,
+                      "kiln_model_options: require_signature needs trusted keys");
   return KILN_OK;
 }
 
 static kiln_status finish_load(kiln_model* m, const kiln_model_options* o, kiln_model** out_model) {
-  kiln_status st = kiln_package_load(m, !(o && o->skip_checksums));
+  kiln_trust trust = trust_of(o);
+  kiln_status st = kiln_package_load(m, !(o && o->skip_checksums), &trust);
   if (st != KILN_OK) { /* (the loader released what it loaded) */
     if (m->mapping) munmap(m->mapping, m->size);
     kiln_free(kiln_model_allocator(m), m->owned_copy);
@@ -73,8 +94,7 @@ kiln_status kiln_model_load_file(const char* path, const kiln_model_options* opt
   }
   if (st.st_size < 8) {
     close(fd);
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: '%s' has %lld bytes", path,
-                      (long long)st.st_size);
+    return kiln_invalid("'%s' has %lld bytes", path, (long long)st.st_size);
   }
   void* map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);

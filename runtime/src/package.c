@@ -5,15 +5,15 @@
  * without checks. This file holds the driver and the first three stages. */
 #include <string.h>
 
+#include "kiln_sign.h"
 #include "package_loader.h"
 
 kiln_status kiln_loader_invalid(const char* what) {
-  return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %s", what);
+  return kiln_invalid("%s", what);
 }
 
 kiln_status kiln_loader_structure_error(const fbr* r) {
-  return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %s at byte offset %llu", r->error,
-                    (unsigned long long)r->error_at);
+  return kiln_invalid("%s at byte offset %llu", r->error, (unsigned long long)r->error_at);
 }
 
 uint32_t kiln_fb_u32_field(fbr* r, uint64_t table, int f) {
@@ -59,20 +59,81 @@ kiln_status kiln_verify_header(kiln_loader* ld) {
   if (ld->static_id) {
     if (ld->code_size) return kiln_loader_invalid("a static-library package with kernel code");
     if (!m->static_table)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: its kernels are in a static library (--emit static-lib): "
-                        "load it with kiln_model_load_static and the library's NAME_kernels");
+      return kiln_invalid(
+          "its kernels are in a static library (--emit static-lib): "
+          "load it with kiln_model_load_static and the library's NAME_kernels");
   } else {
     if (!ld->code || !ld->code_size) return kiln_loader_invalid("no kernel code");
     if (m->static_table)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: it carries its own kernel code; load it with "
-                        "kiln_model_load_memory (kiln_model_load_static is for --emit static-lib)");
+      return kiln_invalid(
+          "it carries its own kernel code; load it with "
+          "kiln_model_load_memory (kiln_model_load_static is for --emit static-lib)");
   }
   if (ld->constants_size && ld->constants % 64)
     return kiln_loader_invalid("the constants are not 64-byte aligned");
   m->constants = ld->constants_size ? m->buf + ld->constants : NULL;
   m->constants_size = ld->constants_size;
+  return KILN_OK;
+}
+
+static void key_prefix_hex(const uint8_t* key, char* out) {
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 8; ++i) {
+    out[2 * i] = digits[key[i] >> 4];
+    out[2 * i + 1] = digits[key[i] & 15];
+  }
+  out[16] = 0;
+}
+
+kiln_status kiln_verify_signature(kiln_loader* ld) {
+  kiln_model* m = ld->m;
+  fbr* R = &ld->r;
+  const kiln_trust* t = ld->trust;
+  if (t->pinned_sha256) {
+    uint8_t digest[32];
+    kiln_sha256 h;
+    kiln_sha256_init(&h);
+    kiln_sha256_update(&h, m->buf, m->size);
+    kiln_sha256_final(&h, digest);
+    if (memcmp(digest, t->pinned_sha256, 32) != 0)
+      return kiln_error(KILN_SIGNATURE_INVALID,
+                        "the package's SHA-256 is not the one the application pinned");
+  }
+  if (!t->num_keys) return KILN_OK; /* (nothing to check a signature against) */
+  uint64_t sig = fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_SIGNATURE));
+  KILN_FB_CHECK(R);
+  if (!sig) {
+    if (t->require)
+      return kiln_error(KILN_SIGNATURE_INVALID,
+                        "the package is not signed, and the application requires a signature "
+                        "(kilnc compile --sign KEY)");
+    return KILN_OK;
+  }
+  uint64_t key, bytes;
+  uint32_t key_len =
+      fbr_vector(R, fbr_ref(R, fbr_field(R, sig, KILN_ABI_SIGNATURE_PUBLIC_KEY)), 1, &key);
+  uint32_t sig_len =
+      fbr_vector(R, fbr_ref(R, fbr_field(R, sig, KILN_ABI_SIGNATURE_SIGNATURE)), 1, &bytes);
+  KILN_FB_CHECK(R);
+  if (key_len != 32 || sig_len != 64)
+    return kiln_error(KILN_SIGNATURE_INVALID, "the package's signature is malformed");
+  size_t k = 0;
+  while (k < t->num_keys && memcmp(t->keys[k], m->buf + key, 32) != 0) ++k;
+  char hex[17];
+  key_prefix_hex(m->buf + key, hex);
+  if (k == t->num_keys)
+    return kiln_error(KILN_SIGNATURE_INVALID,
+                      "the package is signed by key %s..., which the application does not trust",
+                      hex);
+  if (!ld->crc_field) return kiln_loader_invalid("no metadata checksum");
+  kiln_sign_message msg = {m->buf, m->size, {bytes, ld->crc_field}, {64, 4}};
+  if (bytes < ld->crc_field + 4 && ld->crc_field < bytes + 64)
+    return kiln_error(KILN_SIGNATURE_INVALID, "the package's signature is malformed");
+  if (!kiln_ed25519_verify(m->buf + bytes, m->buf + key, &msg))
+    return kiln_error(KILN_SIGNATURE_INVALID,
+                      "the package's signature by key %s... does not verify: it was changed after "
+                      "signing",
+                      hex);
   return KILN_OK;
 }
 
@@ -141,9 +202,7 @@ kiln_status kiln_verify_target(kiln_loader* ld) {
       fbr_vector(R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_REQUIRED_FEATURES)), 4, &feats);
   KILN_FB_CHECK(R);
   if (nfeat > KILN_ABI_MAX_FEATURES)
-    return kiln_error(KILN_INVALID_PACKAGE,
-                      "invalid package: %u required CPU features (the limit is %u)", nfeat,
-                      KILN_ABI_MAX_FEATURES);
+    return kiln_invalid("%u required CPU features (the limit is %u)", nfeat, KILN_ABI_MAX_FEATURES);
   char missing[512] = "";
   for (uint32_t i = 0; i < nfeat; ++i) {
     const char* f = fbr_string(R, fbr_ref(R, feats + 4 * (uint64_t)i));
@@ -165,17 +224,19 @@ kiln_status kiln_verify_target(kiln_loader* ld) {
   return KILN_OK;
 }
 
-kiln_status kiln_package_load(kiln_model* m, int verify_checksums) {
+kiln_status kiln_package_load(kiln_model* m, int verify_checksums, const kiln_trust* trust) {
   typedef kiln_status (*stage_fn)(kiln_loader*);
-  static const stage_fn stages[] = {kiln_verify_header, kiln_verify_checksums,  kiln_verify_target,
-                                    kiln_load_tensors,  kiln_load_slots,        kiln_load_code,
-                                    kiln_load_schedule, kiln_verify_memory_plan};
+  static const stage_fn stages[] = {
+      kiln_verify_header, kiln_verify_signature, kiln_verify_checksums,
+      kiln_verify_target, kiln_load_tensors,     kiln_load_slots,
+      kiln_load_code,     kiln_load_schedule,    kiln_verify_memory_plan};
   kiln_loader ld;
   memset(&ld, 0, sizeof ld);
   ld.m = m;
   ld.r.buf = m->buf;
   ld.r.size = m->size;
   ld.verify_checksums = verify_checksums;
+  ld.trust = trust;
   for (size_t i = 0; i < sizeof stages / sizeof stages[0]; ++i) {
     kiln_status st = stages[i](&ld);
     if (st != KILN_OK) {

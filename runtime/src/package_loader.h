@@ -14,6 +14,7 @@ typedef struct kiln_loader {
   fbr r;
   uint64_t root;
   int verify_checksums;
+  const kiln_trust* trust;
   /* found by verify_header */
   uint64_t code, constants; /* payload positions (0: absent) */
   uint32_t code_size, constants_size;
@@ -22,9 +23,9 @@ typedef struct kiln_loader {
 } kiln_loader;
 
 /* A KILN_INVALID_PACKAGE error for the reader's first failure, naming its byte offset. */
-kiln_status kiln_loader_structure_error(const fbr* r);
+KILN_RT_PRIVATE kiln_status kiln_loader_structure_error(const fbr* r);
 /* "invalid package: |what|". */
-kiln_status kiln_loader_invalid(const char* what);
+KILN_RT_PRIVATE kiln_status kiln_loader_invalid(const char* what);
 
 #define KILN_FB_CHECK(r)                                   \
   do {                                                     \
@@ -32,21 +33,27 @@ kiln_status kiln_loader_invalid(const char* what);
   } while (0)
 
 /* Scalar fields (0 when absent, as FlatBuffers defaults are). */
-uint32_t kiln_fb_u32_field(fbr* r, uint64_t table, int field);
-uint64_t kiln_fb_u64_field(fbr* r, uint64_t table, int field);
-uint8_t kiln_fb_u8_field(fbr* r, uint64_t table, int field);
+KILN_RT_PRIVATE uint32_t kiln_fb_u32_field(fbr* r, uint64_t table, int field);
+KILN_RT_PRIVATE uint64_t kiln_fb_u64_field(fbr* r, uint64_t table, int field);
+KILN_RT_PRIVATE uint8_t kiln_fb_u8_field(fbr* r, uint64_t table, int field);
 
 /* package.c */
-kiln_status kiln_verify_header(kiln_loader* ld);    /* identifier, root, format version, payloads */
-kiln_status kiln_verify_checksums(kiln_loader* ld); /* metadata and section CRCs */
-kiln_status kiln_verify_target(kiln_loader* ld);    /* architecture and CPU features */
+KILN_RT_PRIVATE kiln_status
+kiln_verify_header(kiln_loader* ld); /* identifier, root, format version, payloads */
+KILN_RT_PRIVATE kiln_status
+kiln_verify_signature(kiln_loader* ld); /* the pinned digest, the signature */
+KILN_RT_PRIVATE kiln_status kiln_verify_checksums(kiln_loader* ld); /* metadata and section CRCs */
+KILN_RT_PRIVATE kiln_status kiln_verify_target(kiln_loader* ld); /* architecture and CPU features */
 /* package_tensors.c */
-kiln_status kiln_load_tensors(kiln_loader* ld); /* inputs, outputs, the self-test */
-kiln_status kiln_load_slots(kiln_loader* ld);   /* arena, slots and their tensors */
+KILN_RT_PRIVATE kiln_status kiln_load_tensors(kiln_loader* ld); /* inputs, outputs, the self-test */
+KILN_RT_PRIVATE kiln_status kiln_load_slots(kiln_loader* ld);   /* arena, slots and their tensors */
 /* package_schedule.c */
-kiln_status kiln_load_code(kiln_loader* ld);          /* the ELF, or the linked entry table */
-kiln_status kiln_load_schedule(kiln_loader* ld);      /* kernels bound to their code's entries and
-                                                         extents, groups, launches, write-before-read */
-kiln_status kiln_verify_memory_plan(kiln_loader* ld); /* live arena slots never overlap */
+KILN_RT_PRIVATE kiln_status
+kiln_load_code(kiln_loader* ld); /* the ELF, or the linked entry table */
+KILN_RT_PRIVATE kiln_status
+kiln_load_schedule(kiln_loader* ld); /* kernels bound to their code's entries and
+                        extents, groups, launches, write-before-read */
+KILN_RT_PRIVATE kiln_status
+kiln_verify_memory_plan(kiln_loader* ld); /* live arena slots never overlap */
 
 #endif /* KILN_RT_PACKAGE_LOADER_H_ */

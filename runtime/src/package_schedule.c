@@ -29,18 +29,17 @@ static kiln_status bind_entries(kiln_loader* ld) {
   for (uint32_t i = 0; i < m->num_kernels && st == KILN_OK; ++i) {
     kiln_kernel_desc* k = &m->kernel_descs[i];
     if (k->entry >= code->num_entries) {
-      st = kiln_error(KILN_INVALID_PACKAGE, "invalid package: kernel %s is entry %u of %u", k->name,
-                      k->entry, code->num_entries);
+      st = kiln_invalid("kernel %s is entry %u of %u", k->name, k->entry, code->num_entries);
       break;
     }
     k->code_extents = extents + first[k->entry] * KILN_ABI_ARG_EXTENT_SIZE;
     uint64_t code_nargs = first[k->entry + 1] - first[k->entry];
     if (code_nargs != k->nargs || memcmp(k->code_extents, m->buf + k->arg_extents,
                                          (size_t)k->nargs * KILN_ABI_ARG_EXTENT_SIZE))
-      st = kiln_error(KILN_INVALID_PACKAGE,
-                      "invalid package: kernel %s's arguments (%u) or access extents differ from "
-                      "its code's (%llu arguments)",
-                      k->name, k->nargs, (unsigned long long)code_nargs);
+      st = kiln_invalid(
+          "kernel %s's arguments (%u) or access extents differ from "
+          "its code's (%llu arguments)",
+          k->name, k->nargs, (unsigned long long)code_nargs);
     m->kernels[i] = code->entries[k->entry];
   }
   kiln_free(a, first);
@@ -57,8 +56,7 @@ static kiln_status load_kernels(kiln_loader* ld) {
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_KERNELS)), 4, &kdata);
   KILN_FB_CHECK(R);
   if (n > KILN_ABI_MAX_KERNELS)
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %u kernels (the limit is %u)", n,
-                      KILN_ABI_MAX_KERNELS);
+    return kiln_invalid("%u kernels (the limit is %u)", n, KILN_ABI_MAX_KERNELS);
   const kiln_allocator* a = kiln_model_allocator(m);
   m->kernel_descs = kiln_alloc(a, (size_t)n * sizeof(kiln_kernel_desc) + 8, 8);
   m->kernels = kiln_alloc(a, (size_t)n * sizeof(kiln_kernel_fn) + 8, 8);
@@ -79,10 +77,10 @@ static kiln_status load_kernels(kiln_loader* ld) {
     KILN_FB_CHECK(R);
     if (!k->name || k->nargs == 0 || k->nargs > KILN_ABI_MAX_KERNEL_ARGS || ndt != k->nargs ||
         next != k->nargs)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: kernel %u has a bad name or argument list (its argument "
-                        "count, dtypes and access extents must agree)",
-                        i);
+      return kiln_invalid(
+          "kernel %u has a bad name or argument list (its argument "
+          "count, dtypes and access extents must agree)",
+          i);
     name_bytes += strlen(k->name) + 1;
   }
   KILN_RETURN_IF_ERROR(bind_entries(ld));
@@ -112,15 +110,12 @@ static kiln_status check_argument(kiln_loader* ld, uint32_t li, uint32_t g, uint
   const kiln_kernel_desc* k = &m->kernel_descs[L->kernel];
   uint32_t s = L->args[a];
   if (s >= m->num_slots)
-    return kiln_error(KILN_INVALID_PACKAGE,
-                      "invalid package: launch %u argument %u names slot %u of %u", li, a, s,
-                      m->num_slots);
+    return kiln_invalid("launch %u argument %u names slot %u of %u", li, a, s, m->num_slots);
   const kiln_slot_desc* sd = &m->slots[s];
   uint8_t dtype = m->buf[k->arg_dtypes + a];
   if (sd->dtype != dtype)
-    return kiln_error(KILN_INVALID_PACKAGE,
-                      "invalid package: launch %u argument %u has dtype %u, kernel %s wants %u", li,
-                      a, sd->dtype, k->name, dtype);
+    return kiln_invalid("launch %u argument %u has dtype %u, kernel %s wants %u", li, a, sd->dtype,
+                        k->name, dtype);
   const uint8_t* ext = k->code_extents + (uint64_t)a * KILN_ABI_ARG_EXTENT_SIZE;
   uint64_t begin, end;
   uint32_t access;
@@ -128,32 +123,26 @@ static kiln_status check_argument(kiln_loader* ld, uint32_t li, uint32_t g, uint
   memcpy(&end, ext + KILN_ABI_ARG_EXTENT_END, 8);
   memcpy(&access, ext + KILN_ABI_ARG_EXTENT_ACCESS, 4);
   if (begin > end || end > sd->size)
-    return kiln_error(
-        KILN_INVALID_PACKAGE,
-        "invalid package: launch %u argument %u: kernel %s touches bytes [%llu, %llu) "
+    return kiln_invalid(
+        "launch %u argument %u: kernel %s touches bytes [%llu, %llu) "
         "of slot %u, which has %llu",
         li, a, k->name, (unsigned long long)begin, (unsigned long long)end, s,
         (unsigned long long)sd->size);
   if (access & ~(uint32_t)(KILN_ABI_ACCESS_READ | KILN_ABI_ACCESS_WRITE))
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: kernel %s argument %u access %u",
-                      k->name, a, access);
+    return kiln_invalid("kernel %s argument %u access %u", k->name, a, access);
   /* Argument 0 is the kernel's output (the compiler's convention), written even when empty. */
   int writes = (access & KILN_ABI_ACCESS_WRITE) || a == 0;
   if (writes) {
     if (sd->kind != KILN_ABI_SLOT_ARENA && sd->kind != KILN_ABI_SLOT_OUTPUT)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: launch %u writes an input or a constant (slot %u)", li,
-                        s);
-    if (use[s].written != INT32_MAX)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u is written twice", s);
+      return kiln_invalid("launch %u writes an input or a constant (slot %u)", li, s);
+    if (use[s].written != INT32_MAX) return kiln_invalid("slot %u is written twice", s);
     if (use[s].read == (int32_t)g)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: slot %u is written and read in group %u (a race)", s, g);
+      return kiln_invalid("slot %u is written and read in group %u (a race)", s, g);
     if (sd->kind == KILN_ABI_SLOT_ARENA && (sd->first_group > g || sd->last_group < g))
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: slot %u is written in group %u, outside its lifetime "
-                        "[%u, %u]",
-                        s, g, sd->first_group, sd->last_group);
+      return kiln_invalid(
+          "slot %u is written in group %u, outside its lifetime "
+          "[%u, %u]",
+          s, g, sd->first_group, sd->last_group);
     use[s].written = (int32_t)g;
   }
   if ((access & KILN_ABI_ACCESS_READ) || !writes) {
@@ -165,15 +154,15 @@ static kiln_status check_argument(kiln_loader* ld, uint32_t li, uint32_t g, uint
                                  "the group writes (a race)",
                         li, g, s);
     if (use[s].written > (int32_t)g)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: launch %u in group %u reads slot %u before it is "
-                        "written",
-                        li, g, s);
+      return kiln_invalid(
+          "launch %u in group %u reads slot %u before it is "
+          "written",
+          li, g, s);
     if (sd->kind == KILN_ABI_SLOT_ARENA && (sd->first_group > g || sd->last_group < g))
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: slot %u is read in group %u, outside its lifetime "
-                        "[%u, %u]",
-                        s, g, sd->first_group, sd->last_group);
+      return kiln_invalid(
+          "slot %u is read in group %u, outside its lifetime "
+          "[%u, %u]",
+          s, g, sd->first_group, sd->last_group);
     use[s].read = (int32_t)g;
   }
   return KILN_OK;
@@ -184,16 +173,13 @@ static kiln_status check_launch(kiln_loader* ld, uint32_t li, uint32_t g, slot_u
   kiln_model* m = ld->m;
   const kiln_launch_desc* L = &m->launches[li];
   if (L->kernel >= m->num_kernels)
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: launch %u names kernel %u of %u", li,
-                      L->kernel, m->num_kernels);
+    return kiln_invalid("launch %u names kernel %u of %u", li, L->kernel, m->num_kernels);
   const kiln_kernel_desc* k = &m->kernel_descs[L->kernel];
   if (L->nargs != k->nargs)
-    return kiln_error(KILN_INVALID_PACKAGE,
-                      "invalid package: launch %u passes %u arguments, kernel %s takes %u", li,
-                      L->nargs, k->name, k->nargs);
+    return kiln_invalid("launch %u passes %u arguments, kernel %s takes %u", li, L->nargs, k->name,
+                        k->nargs);
   if (L->ntasks == 0 || L->ntasks > KILN_ABI_MAX_TASKS)
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: launch %u has %u tasks", li,
-                      L->ntasks);
+    return kiln_invalid("launch %u has %u tasks", li, L->ntasks);
   for (uint32_t a = 0; a < L->nargs; ++a) KILN_RETURN_IF_ERROR(check_argument(ld, li, g, a, use));
   return KILN_OK;
 }
@@ -233,8 +219,8 @@ static kiln_status load_groups(kiln_loader* ld, uint64_t gdata, slot_use* use) {
     const kiln_slot_desc* sd = &m->slots[s];
     if ((sd->kind == KILN_ABI_SLOT_OUTPUT || sd->kind == KILN_ABI_SLOT_ARENA) &&
         use[s].written == INT32_MAX && sd->size != 0)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %s slot %u is never written",
-                        sd->kind == KILN_ABI_SLOT_OUTPUT ? "output" : "arena", s);
+      return kiln_invalid("%s slot %u is never written",
+                          sd->kind == KILN_ABI_SLOT_OUTPUT ? "output" : "arena", s);
   }
   return KILN_OK;
 }
@@ -248,8 +234,7 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_GROUPS)), 4, &gdata);
   KILN_FB_CHECK(R);
   if (ngroups > KILN_ABI_MAX_GROUPS)
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %u groups (the limit is %u)", ngroups,
-                      KILN_ABI_MAX_GROUPS);
+    return kiln_invalid("%u groups (the limit is %u)", ngroups, KILN_ABI_MAX_GROUPS);
   uint64_t launches = 0, args = 0; /* to size m->launches and m->launch_args */
   for (uint32_t g = 0; g < ngroups && launches <= KILN_ABI_MAX_LAUNCHES; ++g) {
     uint64_t gt = fbr_table_at(R, gdata, g), ldata;
@@ -344,9 +329,7 @@ kiln_status kiln_verify_memory_plan(kiln_loader* ld) {
   for (uint32_t i = 0; i < m->num_slots; ++i) {
     const kiln_slot_desc* s = &m->slots[i];
     if (s->kind != KILN_ABI_SLOT_ARENA) continue;
-    if (s->last_group >= m->num_groups)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u lives past the last group",
-                        i);
+    if (s->last_group >= m->num_groups) return kiln_invalid("slot %u lives past the last group", i);
     n += s->size != 0; /* an empty slot touches no memory */
   }
   if (n < 2) return KILN_OK;
@@ -371,9 +354,7 @@ kiln_status kiln_verify_memory_plan(kiln_loader* ld) {
     const kiln_slot_desc* s = &m->slots[order[k].index];
     /* Ends are stored + 1 so that 0 means "none". */
     if (tree_max(&t, 1, 0, t.size - 1, s->first_group, s->last_group) > s->offset + 1) {
-      st = kiln_error(KILN_INVALID_PACKAGE,
-                      "invalid package: arena slot %u overlaps another while both are live",
-                      order[k].index);
+      st = kiln_invalid("arena slot %u overlaps another while both are live", order[k].index);
       goto done;
     }
     tree_assign(&t, 1, 0, t.size - 1, s->first_group, s->last_group, s->offset + s->size + 1);
@@ -395,10 +376,8 @@ static kiln_status load_static_table(kiln_loader* ld) {
         "kiln_model_load_static: |kernels| is not a kiln entry table of this version (rebuild "
         "the library with this kilnc)");
   if (head.id != ld->static_id)
-    return kiln_error(
-        KILN_INVALID_PACKAGE,
-        "invalid package: the linked kernels (id %08x) belong to another package (id %08x)",
-        head.id, ld->static_id);
+    return kiln_invalid("the linked kernels (id %08x) belong to another package (id %08x)", head.id,
+                        ld->static_id);
   if (head.count > KILN_ABI_MAX_KERNELS)
     return kiln_loader_invalid("a static table of too many kernels");
   m->code.table = m->static_table;

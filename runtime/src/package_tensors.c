@@ -15,8 +15,7 @@ static kiln_status load_tensor_list(kiln_loader* ld, int field, int which, kiln_
   uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, field)), 4, &data);
   KILN_FB_CHECK(R);
   if (n > KILN_ABI_MAX_TENSORS)
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %u %s (the limit is %u)", n, what,
-                      KILN_ABI_MAX_TENSORS);
+    return kiln_invalid("%u %s (the limit is %u)", n, what, KILN_ABI_MAX_TENSORS);
   *out = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_tensor_desc) + 1, 8);
   if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading tensor descriptions");
   *count = n;
@@ -32,22 +31,19 @@ static kiln_status load_tensor_list(kiln_loader* ld, int field, int which, kiln_
     KILN_FB_CHECK(R);
     if (!name) return kiln_loader_invalid("a tensor without a name");
     if (d->rank > KILN_ABI_MAX_RANK)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: tensor '%s' has rank %u (the limit is %u)", name, d->rank,
-                        KILN_ABI_MAX_RANK);
+      return kiln_invalid("tensor '%s' has rank %u (the limit is %u)", name, d->rank,
+                          KILN_ABI_MAX_RANK);
     if (kiln_dtype_size((kiln_dtype)d->dtype) == 0)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' has dtype %u", name,
-                        d->dtype);
+      return kiln_invalid("tensor '%s' has dtype %u", name, d->dtype);
     uint64_t numel = 1;
     for (uint32_t k = 0; k < d->rank; ++k) {
       int64_t dim;
       memcpy(&dim, m->buf + shape + 8 * (uint64_t)k, 8);
       if (dim < 0 || kiln_mul_overflow(numel, (uint64_t)dim, &numel))
-        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' has a bad shape",
-                          name);
+        return kiln_invalid("tensor '%s' has a bad shape", name);
     }
     if (kiln_mul_overflow(numel, kiln_dtype_size((kiln_dtype)d->dtype), &d->size_bytes))
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: tensor '%s' is too large", name);
+      return kiln_invalid("tensor '%s' is too large", name);
     d->name = name; /* (for messages, until the copy below) */
     copy_bytes += 8 * (uint64_t)d->rank + strlen(name) + 1;
   }
@@ -86,9 +82,7 @@ static kiln_status load_selftest_list(kiln_loader* ld, uint64_t st, int field, u
   uint64_t data;
   uint32_t count = fbr_vector(R, fbr_ref(R, fbr_field(R, st, field)), 4, &data);
   KILN_FB_CHECK(R);
-  if (count != n)
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: the self-test has %u %s for %u",
-                      count, what, n);
+  if (count != n) return kiln_invalid("the self-test has %u %s for %u", count, what, n);
   *out = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(void*) + 8, 8);
   if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading the self-test");
   for (uint32_t i = 0; i < n; ++i) {
@@ -97,9 +91,8 @@ static kiln_status load_selftest_list(kiln_loader* ld, uint64_t st, int field, u
         fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_SELFTEST_TENSOR_DATA)), 1, &bytes);
     KILN_FB_CHECK(R);
     if (size != td[i].size_bytes)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: self-test %s %u has %u bytes, '%s' has %llu", what, i,
-                        size, td[i].name, (unsigned long long)td[i].size_bytes);
+      return kiln_invalid("self-test %s %u has %u bytes, '%s' has %llu", what, i, size, td[i].name,
+                          (unsigned long long)td[i].size_bytes);
     (*out)[i] = m->buf + bytes;
   }
   return KILN_OK;
@@ -142,17 +135,12 @@ static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_d
   switch (s->kind) {
     case KILN_ABI_SLOT_ARENA:
       if (kiln_add_overflow(s->offset, s->size, &end) || end > m->arena_size || s->offset % es)
-        return kiln_error(KILN_INVALID_PACKAGE,
-                          "invalid package: slot %u lies outside the arena or is misaligned", i);
-      if (s->first_group > s->last_group)
-        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u has an empty lifetime",
-                          i);
+        return kiln_invalid("slot %u lies outside the arena or is misaligned", i);
+      if (s->first_group > s->last_group) return kiln_invalid("slot %u has an empty lifetime", i);
       return KILN_OK;
     case KILN_ABI_SLOT_CONSTANT:
       if (kiln_add_overflow(s->offset, s->size, &end) || end > m->constants_size || s->offset % es)
-        return kiln_error(KILN_INVALID_PACKAGE,
-                          "invalid package: slot %u lies outside the constants or is misaligned",
-                          i);
+        return kiln_invalid("slot %u lies outside the constants or is misaligned", i);
       return KILN_OK;
     case KILN_ABI_SLOT_INPUT:
     case KILN_ABI_SLOT_OUTPUT: {
@@ -161,12 +149,12 @@ static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_d
       const kiln_tensor_desc* td = input ? m->inputs : m->outputs;
       if (s->index >= n || td[s->index].slot != i || td[s->index].dtype != s->dtype ||
           td[s->index].size_bytes != s->size)
-        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u does not match %s %u", i,
-                          input ? "input" : "output", s->index);
+        return kiln_invalid("slot %u does not match %s %u", i, input ? "input" : "output",
+                            s->index);
       return KILN_OK;
     }
     default:
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u has kind %u", i, s->kind);
+      return kiln_invalid("slot %u has kind %u", i, s->kind);
   }
 }
 
@@ -185,8 +173,7 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
   uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_SLOTS)), 4, &sdata);
   KILN_FB_CHECK(R);
   if (n > KILN_ABI_MAX_SLOTS)
-    return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %u slots (the limit is %u)", n,
-                      KILN_ABI_MAX_SLOTS);
+    return kiln_invalid("%u slots (the limit is %u)", n, KILN_ABI_MAX_SLOTS);
   m->slots = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_slot_desc) + 1, 8);
   if (!m->slots) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading slots");
   m->num_slots = n;
@@ -203,12 +190,10 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
     uint64_t numel = kiln_fb_u64_field(R, t, KILN_ABI_SLOT_NUMEL), bytes;
     KILN_FB_CHECK(R);
     size_t es = kiln_dtype_size((kiln_dtype)s->dtype);
-    if (!es)
-      return kiln_error(KILN_INVALID_PACKAGE, "invalid package: slot %u has dtype %u", i, s->dtype);
+    if (!es) return kiln_invalid("slot %u has dtype %u", i, s->dtype);
     if (kiln_mul_overflow(numel, es, &bytes) || bytes != s->size)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "invalid package: slot %u size %llu does not match %llu elements", i,
-                        (unsigned long long)s->size, (unsigned long long)numel);
+      return kiln_invalid("slot %u size %llu does not match %llu elements", i,
+                          (unsigned long long)s->size, (unsigned long long)numel);
     KILN_RETURN_IF_ERROR(check_slot(m, i, s, es));
   }
   /* One tensor, one slot: each input and output names a slot of its kind that names it back
@@ -220,8 +205,8 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
     uint8_t kind = which ? KILN_ABI_SLOT_OUTPUT : KILN_ABI_SLOT_INPUT;
     for (uint32_t i = 0; i < count; ++i)
       if (td[i].slot >= n || m->slots[td[i].slot].kind != kind || m->slots[td[i].slot].index != i)
-        return kiln_error(KILN_INVALID_PACKAGE, "invalid package: %s '%s' does not own an %s slot",
-                          which ? "output" : "input", td[i].name, which ? "output" : "input");
+        return kiln_invalid("%s '%s' does not own an %s slot", which ? "output" : "input",
+                            td[i].name, which ? "output" : "input");
   }
   return KILN_OK;
 }

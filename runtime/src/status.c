@@ -31,6 +31,8 @@ const char* kiln_status_name(kiln_status s) {
       return "KILN_FAILED_PRECONDITION";
     case KILN_INTERNAL:
       return "KILN_INTERNAL";
+    case KILN_SIGNATURE_INVALID:
+      return "KILN_SIGNATURE_INVALID";
   }
   return "KILN_UNKNOWN_STATUS";
 }
@@ -45,6 +47,16 @@ kiln_status kiln_error(kiln_status status, const char* fmt, ...) {
   vsnprintf(g_message, sizeof g_message, fmt, ap);
   va_end(ap);
   return status;
+}
+
+kiln_status kiln_invalid(const char* fmt, ...) {
+  static const char prefix[] = "invalid package: ";
+  memcpy(g_message, prefix, sizeof prefix);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_message + sizeof prefix - 1, sizeof g_message - (sizeof prefix - 1), fmt, ap);
+  va_end(ap);
+  return KILN_INVALID_PACKAGE;
 }
 
 void* kiln_alloc(const kiln_allocator* a, size_t size, size_t alignment) {

@@ -31,6 +31,7 @@ TEST(SchemaAbi, EveryTableHasTheFieldsKilnAbiNumbers) {
       {"Section", fb::SectionTypeTable(), KILN_ABI_SECTION_FIELD_COUNT},
       {"SelfTest", fb::SelfTestTypeTable(), KILN_ABI_SELFTEST_FIELD_COUNT},
       {"SelfTestTensor", fb::SelfTestTensorTypeTable(), KILN_ABI_SELFTEST_TENSOR_FIELD_COUNT},
+      {"Signature", fb::SignatureTypeTable(), KILN_ABI_SIGNATURE_FIELD_COUNT},
   };
   for (const Table& t : tables)
     EXPECT_EQ(t.type->num_elems, t.abi_fields)

@@ -161,4 +161,41 @@ TEST(ApiStatus, NamesAndDtypes) {
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_BFLOAT16), "bfloat16");
 }
 
+// Hole 7 of #13: a thread count whose worker array would overflow is refused, not wrapped.
+TEST_F(Api, ThreadCountsAreCapped) {
+  kiln_session_options o;
+  kiln_session_options_init(&o);
+  kiln_session* s = nullptr;
+  for (size_t n : {static_cast<size_t>(1025), SIZE_MAX, SIZE_MAX / sizeof(void*) + 2}) {
+    o.num_threads = n;
+    EXPECT_EQ(kiln_session_create(model_, &o, &s), KILN_INVALID_ARGUMENT) << n;
+    EXPECT_NE(msg().find("at most 1024"), std::string::npos) << msg();
+    EXPECT_EQ(s, nullptr);
+  }
+  o.num_threads = 4;
+  ASSERT_EQ(kiln_session_create(model_, &o, &s), KILN_OK) << msg();
+  kiln_session_release(s);
+}
+
+// Bound memory is aligned to the element size: kernels load and store whole elements.
+TEST_F(Api, MisalignedBindingsAreRefused) {
+  kiln_session* s = nullptr;
+  ASSERT_EQ(kiln_session_create(model_, nullptr, &s), KILN_OK) << msg();
+  kiln_tensor_info info;
+  info.struct_size = sizeof info;
+  ASSERT_EQ(kiln_model_input_info(model_, 0, &info), KILN_OK);
+  std::vector<uint8_t> buf(info.size_bytes + 8);
+  uint8_t* aligned = buf.data() + (8 - reinterpret_cast<uintptr_t>(buf.data()) % 8) % 8;
+  EXPECT_EQ(kiln_session_bind_input(s, 0, info.dtype, aligned + 1, info.size_bytes),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("not aligned to 4 bytes"), std::string::npos) << msg();
+  EXPECT_EQ(kiln_session_bind_input(s, 0, info.dtype, aligned, info.size_bytes), KILN_OK) << msg();
+  ASSERT_EQ(kiln_model_output_info(model_, 0, &info), KILN_OK);
+  std::vector<uint8_t> out(info.size_bytes + 8);
+  uint8_t* out_aligned = out.data() + (8 - reinterpret_cast<uintptr_t>(out.data()) % 8) % 8;
+  EXPECT_EQ(kiln_session_bind_output(s, 0, info.dtype, out_aligned + 2, info.size_bytes),
+            KILN_INVALID_ARGUMENT);
+  kiln_session_release(s);
+}
+
 }  // namespace

@@ -1,9 +1,11 @@
 /* kiln-run: runs a kiln package with the C runtime only (links libkiln_rt, nothing else).
  *
  *   kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N]
- *            [--profile] [--info]
+ *            [--profile] [--info] [--trust NAME.pub ...]
  *   kiln-run PACKAGE --selftest [--threads N]
  *
+ * --trust NAME.pub (repeatable; kilnc keygen writes the file) loads only a package signed by one
+ * of the keys, unchanged since signing (kilnc compile --sign NAME.key).
  * Outputs are written as DIR/NAME.npy (characters outside [A-Za-z0-9._-] become '_').
  * --repeat N runs N timed inferences after a warm-up and prints "latency_ms: min=X median=Y" and
  * "ready_ms: Z" (package load plus session creation).
@@ -22,12 +24,39 @@
 #include "npy.h"
 
 #define MAX_INPUTS 256
+#define MAX_KEYS 16
 
-static void usage(void) {
-  fprintf(stderr,
+static void usage(FILE* f) {
+  fprintf(f,
           "usage: kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] "
-          "[--repeat N] [--profile] "
-          "[--info]\n       kiln-run PACKAGE --selftest [--threads N]\n");
+          "[--repeat N] [--profile] [--info] [--trust NAME.pub ...]\n"
+          "       kiln-run PACKAGE --selftest [--threads N] [--trust NAME.pub ...]\n");
+}
+
+/* A public key file ("kiln-ed25519-public-key" and 64 hex digits). 0 on success. */
+static int read_public_key(const char* path, uint8_t key[32]) {
+  static const char tag[] = "kiln-ed25519-public-key ";
+  char text[256] = "";
+  FILE* f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "kiln-run: --trust: cannot open '%s': %s\n", path, strerror(errno));
+    return 1;
+  }
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  if (strncmp(text, tag, sizeof tag - 1) != 0) goto bad;
+  for (int i = 0; i < 32; ++i) {
+    unsigned byte;
+    if (sscanf(text + sizeof tag - 1 + 2 * i, "%2x", &byte) != 1) goto bad;
+    key[i] = (uint8_t)byte;
+  }
+  return 0;
+bad:
+  fprintf(stderr,
+          "kiln-run: --trust: '%s' is not a kiln public key file (kilnc keygen writes one)\n",
+          path);
+  return 1;
 }
 
 static int check(kiln_status s, const char* what) {
@@ -71,6 +100,8 @@ int main(int argc, char** argv) {
   const char* in_name[MAX_INPUTS];
   const char* in_file[MAX_INPUTS];
   int n_in = 0, threads = 1, repeat = 0, profile = 0, info = 0, selftest = 0;
+  uint8_t keys[MAX_KEYS][32];
+  size_t n_keys = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = NULL;
@@ -101,6 +132,15 @@ int main(int argc, char** argv) {
         fprintf(stderr, "kiln-run: --repeat wants a positive number\n");
         return 2;
       }
+    } else if (!strncmp(a, "--trust", 7) && (v = VALUE("--trust"))) {
+      if (n_keys >= MAX_KEYS) {
+        fprintf(stderr, "kiln-run: at most %d --trust keys\n", MAX_KEYS);
+        return 2;
+      }
+      if (read_public_key(v, keys[n_keys++])) return 2;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
     } else if (!strcmp(a, "--profile")) {
       profile = 1;
     } else if (!strcmp(a, "--info")) {
@@ -109,7 +149,7 @@ int main(int argc, char** argv) {
       selftest = 1;
     } else if (a[0] == '-') {
       fprintf(stderr, "kiln-run: unknown option '%s'\n", a);
-      usage();
+      usage(stderr);
       return 2;
     } else if (!package) {
       package = a;
@@ -119,12 +159,17 @@ int main(int argc, char** argv) {
     }
   }
   if (!package) {
-    usage();
+    usage(stderr);
     return 2;
   }
+  kiln_model_options mo;
+  kiln_model_options_init(&mo);
+  mo.trusted_keys = (const uint8_t(*)[32])keys;
+  mo.num_trusted_keys = n_keys;
+  mo.require_signature = n_keys > 0;
   kiln_model* model = NULL;
   double t0 = now_ms();
-  if (check(kiln_model_load_file(package, NULL, &model), "loading the package")) return 1;
+  if (check(kiln_model_load_file(package, &mo, &model), "loading the package")) return 1;
   double load_ms = now_ms() - t0;
   if (info) {
     printf("load_ms: %.3f\n", load_ms);

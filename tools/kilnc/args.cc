@@ -21,7 +21,8 @@ std::string usage() {
          "  compile MODEL -o OUT.kiln [--emit KIND]\n"
          "                      write the package (default), or static-lib, llvm-ir, asm,\n"
          "                      object, shared-object\n"
-         "  inspect PACKAGE     describe a package (--json for one JSON object)\n\n"
+         "  inspect PACKAGE     describe a package (--json for one JSON object)\n"
+         "  keygen -o NAME      write an Ed25519 key pair: NAME.key (secret) and NAME.pub\n\n"
          "options:\n"
          "  --shape NAME=D0,D1,...   input shape (repeatable)\n"
          "  --dim PARAM=N            bind an ONNX dim parameter (e.g. batch=1) on every input\n"
@@ -49,6 +50,8 @@ std::string usage() {
          "  --beam N                 tune contraction kernels: time candidates on this machine,\n"
          "                           keep the N fastest tiles per round (host target only)\n"
          "  --tuning-cache PATH      reuse (and, with --beam, extend) tuning results kept in PATH\n"
+         "  --sign NAME.key          compile: sign the package (kiln-run --trust NAME.pub checks "
+         "it)\n"
          "  --time-passes            print the wall time of every stage at the end\n"
          "  --quiet                  no progress lines (printed once a compile runs over 2 s)\n";
 }
@@ -155,6 +158,8 @@ Args parse_args(int argc, char** argv) {
       a.emit = value("--emit");
     } else if (is("--input")) {
       a.inputs.push_back(name_value(value("--input"), "--input"));
+    } else if (is("--sign")) {
+      a.sign_key = value("--sign");
     } else if (is("--tuning-cache"))
       a.tuning_cache = value("--tuning-cache");
     else if (is("--dump-dir"))
@@ -188,8 +193,14 @@ Args parse_args(int argc, char** argv) {
   }
   if (pos.empty()) throw UsageError("missing command");
   a.command = pos[0];
-  if (a.command != "plan" && a.command != "run" && a.command != "compile" && a.command != "inspect")
+  if (a.command != "plan" && a.command != "run" && a.command != "compile" &&
+      a.command != "inspect" && a.command != "keygen")
     throw UsageError("unknown command '" + a.command + "'");
+  if (a.command == "keygen") {
+    if (pos.size() != 1 || a.output.empty())
+      throw UsageError("keygen takes -o NAME and nothing else");
+    return a;
+  }
   if (pos.size() != 2) throw UsageError(a.command + " takes one MODEL");
   a.model = pos[1];
   static const std::vector<std::pair<std::string, kiln::Emit>> kinds = {
@@ -213,6 +224,8 @@ Args parse_args(int argc, char** argv) {
     throw UsageError("--embed-data goes with --emit static-lib");
   if (a.command == "compile" && !a.inputs.empty() && !c.embed_selftest)
     throw UsageError("compile takes --input files only for --embed-selftest");
+  if (!a.sign_key.empty() && c.emit != kiln::Emit::Package && c.emit != kiln::Emit::StaticLibrary)
+    throw UsageError("--sign goes with compile --emit package or static-lib");
   if (a.opt_level == 0 && (c.tuning.beam > 0 || !a.tuning_cache.empty()))
     throw UsageError("--beam and --tuning-cache need --opt-level above 0");
   c.tuning.opt_level = static_cast<kiln::OptLevel>(a.opt_level);

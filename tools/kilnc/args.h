@@ -17,7 +17,7 @@ struct UsageError : std::runtime_error {
 };
 
 struct Args {
-  std::string command, model, output, emit = "package", output_dir, tuning_cache;
+  std::string command, model, output, emit = "package", output_dir, tuning_cache, sign_key;
   std::string dump_dir = "kiln-dump";
   kiln::CompileOptions compile;
   kiln::TargetOptions target;

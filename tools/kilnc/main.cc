@@ -12,6 +12,7 @@
 #include "compiler/jit/jit.h"
 #include "compiler/opt/tuning_cache.h"
 #include "compiler/package/package_reader.h"
+#include "compiler/package/package_signing.h"
 #include "compiler/support/error.h"
 #include "compiler/support/file.h"
 #include "compiler/tensor/npy.h"
@@ -44,7 +45,21 @@ std::string file_name_for(const std::string& name) {
   return r.empty() ? "_" : r;
 }
 
+// kilnc keygen -o NAME: NAME.key readable by its owner only, NAME.pub for whoever loads packages.
+int keygen(const Args& a) {
+  kiln::SigningKey k = kiln::generate_signing_key();
+  std::string secret = a.output + ".key", pub = a.output + ".pub";
+  kiln::write_file(secret, kiln::format_secret_key(k));
+  std::filesystem::permissions(
+      secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+      std::filesystem::perm_options::replace);
+  kiln::write_file(pub, kiln::format_public_key(k.public_key));
+  std::cout << "wrote " << secret << " (keep it secret) and " << pub << "\n";
+  return 0;
+}
+
 int run(Args& a) {
+  if (a.command == "keygen") return keygen(a);
   if (a.command == "inspect") {
     std::cout << kiln::describe_package(kiln::read_file(a.model), a.json) << (a.json ? "\n" : "");
     return 0;
@@ -69,6 +84,12 @@ int run(Args& a) {
                                 : kiln::TargetInfo::create(a.target);
   c.target = &target;
   c.provenance_flags = provenance_flags(a, target);
+  kiln::SigningKey key;
+  if (!a.sign_key.empty()) {
+    std::vector<uint8_t> text = kiln::read_file(a.sign_key);
+    key = kiln::parse_secret_key(std::string(text.begin(), text.end()), a.sign_key);
+    c.signing_key = &key;
+  }
   kiln::TuningCache cache;
   if (!a.tuning_cache.empty()) {
     cache = kiln::TuningCache::load(a.tuning_cache);

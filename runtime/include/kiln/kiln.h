@@ -53,7 +53,8 @@ typedef enum kiln_status {
   KILN_OUT_OF_MEMORY = 7,
   KILN_IO_ERROR = 8,
   KILN_FAILED_PRECONDITION = 9, /* the call is valid but not now (e.g. output before a run) */
-  KILN_INTERNAL = 10
+  KILN_INTERNAL = 10,
+  KILN_SIGNATURE_INVALID = 11 /* not signed by a trusted key, or changed since signing */
 } kiln_status;
 
 /* "KILN_OK", "KILN_INVALID_ARGUMENT", ... Never NULL. Thread-safe. */
@@ -104,19 +105,31 @@ typedef struct kiln_model_options {
   size_t struct_size;              /* sizeof(kiln_model_options) */
   const kiln_allocator* allocator; /* NULL: the C library's allocator */
   int skip_checksums;              /* nonzero: do not verify CRCs (every other check still runs) */
+  /* Signed packages (kilnc compile --sign KEY). A signature is checked against these Ed25519
+   * public keys (32 bytes each, the .pub files kilnc keygen writes): a package signed by one
+   * of them must verify; with |require_signature| nonzero, every package must be signed by one
+   * of them. Read during the load call only. */
+  const uint8_t (*trusted_keys)[32];
+  size_t num_trusted_keys;
+  int require_signature;
+  /* NULL, or the SHA-256 (32 bytes) the package's bytes must have: for an application that ships
+   * with one known package. */
+  const uint8_t* pinned_sha256;
 } kiln_model_options;
 
 /* Fills |options| with the defaults. |options| must not be NULL. */
 KILN_API void kiln_model_options_init(kiln_model_options* options);
 
 /* Maps the package file at |path| (weights are used in place, not copied), verifies all of it
- * (structure and bounds, format version, checksums, target and CPU features, offsets and sizes,
- * indices, argument counts, the memory plan's overlap proof, write-before-read of the schedule),
- * and loads its kernels with kiln's own ELF loader. |options| may be NULL (defaults). On success
- * *|out_model| is a model the caller releases with kiln_model_release.
- * Errors: KILN_INVALID_ARGUMENT (NULL path or out_model), KILN_NOT_FOUND, KILN_IO_ERROR,
- * KILN_INVALID_PACKAGE, KILN_CHECKSUM_MISMATCH, KILN_UNSUPPORTED, KILN_MISSING_CPU_FEATURE,
- * KILN_OUT_OF_MEMORY. Thread-safe. */
+ * (the signature when keys are trusted, structure and bounds, format version, checksums, target
+ * and CPU features, offsets and sizes, indices, argument counts and every kernel's access
+ * extents against its slots, the memory plan's overlap proof, write-before-read and no races in
+ * the schedule; docs/package-format.md lists every check and what it proves), and loads its
+ * kernels with kiln's own ELF loader. |options| may be NULL (defaults). On success *|out_model|
+ * is a model the caller releases with kiln_model_release.
+ * Errors: KILN_INVALID_ARGUMENT (NULL path or out_model, require_signature without keys),
+ * KILN_NOT_FOUND, KILN_IO_ERROR, KILN_INVALID_PACKAGE, KILN_CHECKSUM_MISMATCH, KILN_UNSUPPORTED,
+ * KILN_MISSING_CPU_FEATURE, KILN_SIGNATURE_INVALID, KILN_OUT_OF_MEMORY. Thread-safe. */
 KILN_API kiln_status kiln_model_load_file(const char* path, const kiln_model_options* options,
                                           kiln_model** out_model);
 

@@ -1,0 +1,439 @@
+// Crafted packages: real packages edited the way an attacker (or a corrupting disk) would, every
+// checksum recomputed afterwards (a CRC is not a MAC), each of which the runtime must refuse
+// with the check that names it — or, where the edit is harmless, load and run without touching
+// memory outside the package's slots. One test per hole of issue #13.
+#include <elf.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "compiler/driver/compile.h"
+#include "compiler/package/package_signing.h"
+#include "compiler/package/package_writer.h"
+#include "compiler/support/file.h"
+#include "kiln/kiln.h"
+#include "kiln/schema/kiln_generated.h"
+#include "schema/kiln_abi.h"
+#include "schema/kiln_sign.h"
+
+namespace kiln {
+namespace {
+
+std::vector<uint8_t> compile_kg(const std::string& text, const SigningKey* key = nullptr) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("kiln_crafted_" + std::to_string(::getpid()) + ".kg");
+  write_file(path.string(), text);
+  CompileOptions o;
+  o.provenance_flags = {"--test"};
+  o.signing_key = key;
+  std::vector<uint8_t> pkg = compile(path.string(), o).package;
+  std::filesystem::remove(path);
+  return pkg;
+}
+
+// Two layers: conv -> relu -> mean, and a second output: several groups, arena slots, weights.
+const char* kNet =
+    "input x: float32[1, 4, 8, 8]\n"
+    "weight w: float32[8, 4, 3, 3] = random(seed=1, scale=0.3)\n"
+    "c = conv(x, w, padding=[[1, 1], [1, 1]])\n"
+    "r = relu(c)\n"
+    "m = mean(r, axes=[2, 3])\n"
+    "s = sigmoid(m)\n"
+    "output m\n"
+    "output s\n";
+
+// The package after `edit`, with its section and metadata checksums made right again.
+std::vector<uint8_t> craft(const std::vector<uint8_t>& pkg,
+                           const std::function<void(fb::PackageT&)>& edit) {
+  std::unique_ptr<fb::PackageT> p(fb::GetPackage(pkg.data())->UnPack());
+  edit(*p);
+  for (auto& sec : p->sections) {
+    const std::vector<uint8_t>& bytes = sec->name == "code" ? p->code : p->constants;
+    sec->crc32c = kiln_abi_crc32c(0, bytes.data(), bytes.size(), 0);
+    sec->size = bytes.size();
+  }
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.ForceDefaults(true);
+  fbb.Finish(fb::Package::Pack(fbb, p.get()), fb::PackageIdentifier());
+  std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  fb::GetMutablePackage(out.data())
+      ->mutate_metadata_crc32c(package_metadata_crc(out.data(), out.size()));
+  return out;
+}
+
+// Loads |pkg| (64-byte aligned), creates a session and runs it with zero inputs. Returns the
+// first non-OK status with its message, or KILN_OK.
+struct Result {
+  kiln_status status;
+  std::string message;
+};
+Result load_and_run(const std::vector<uint8_t>& pkg, size_t threads = 1,
+                    const kiln_model_options* mo = nullptr) {
+  std::vector<uint8_t> store(pkg.size() + 64);
+  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+  std::memcpy(data, pkg.data(), pkg.size());
+  kiln_model* m = nullptr;
+  kiln_status st = kiln_model_load_memory(data, pkg.size(), mo, &m);
+  if (st != KILN_OK) return {st, kiln_last_error_message()};
+  kiln_session_options o;
+  kiln_session_options_init(&o);
+  o.num_threads = threads;
+  kiln_session* s = nullptr;
+  st = kiln_session_create(m, &o, &s);
+  Result r{st, st ? kiln_last_error_message() : ""};
+  if (st == KILN_OK) {
+    size_t n = 0;
+    kiln_model_input_count(m, &n);
+    for (size_t i = 0; i < n; ++i) {
+      kiln_tensor_info info;
+      info.struct_size = sizeof info;
+      kiln_model_input_info(m, i, &info);
+      std::vector<uint8_t> zeros(info.size_bytes);
+      kiln_session_set_input(s, i, info.dtype, zeros.data(), zeros.size());
+    }
+    st = kiln_session_run(s);
+    r = {st, st ? kiln_last_error_message() : ""};
+    kiln_session_release(s);
+  }
+  kiln_model_release(m);
+  return r;
+}
+
+void expect_refused(const std::vector<uint8_t>& pkg, const std::string& check) {
+  Result r = load_and_run(pkg);
+  EXPECT_EQ(r.status, KILN_INVALID_PACKAGE) << r.message;
+  EXPECT_NE(r.message.find(check), std::string::npos) << "got: " << r.message;
+}
+
+const std::vector<uint8_t>& net() {
+  static const std::vector<uint8_t> p = compile_kg(kNet);
+  return p;
+}
+
+TEST(CraftedPackage, AnUneditedRepackLoadsAndRuns) {
+  Result r = load_and_run(craft(net(), [](fb::PackageT&) {}), 2);
+  EXPECT_EQ(r.status, KILN_OK) << r.message;
+}
+
+// Hole 1: the kernels' real extents. An output shrunk consistently (shape, slot size, numel)
+// leaves the kernel writing its old extent: refused.
+TEST(CraftedPackage, AShrunkOutputIsRefusedByTheKernelsExtent) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         fb::TensorInfoT& out = *p.outputs[0];
+                         out.shape = {1, 2};
+                         fb::SlotT& slot = *p.slots[out.slot];
+                         slot.size = 8;
+                         slot.numel = 2;
+                       }),
+                 "touches bytes [0, 32) of slot");
+}
+
+// Hole 1: an argument count lowered consistently in the metadata (count, dtypes, extents and
+// every launch's arguments) no longer matches the code's entry table: refused.
+TEST(CraftedPackage, ALoweredArgumentCountIsRefusedByTheCodesTable) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         for (size_t k = 0; k < p.kernels.size(); ++k) {
+                           fb::KernelT& kern = *p.kernels[k];
+                           if (kern.num_args < 2) continue;
+                           kern.num_args -= 1;
+                           kern.arg_dtypes.pop_back();
+                           kern.arg_extents.pop_back();
+                           for (auto& g : p.groups)
+                             for (auto& l : g->launches)
+                               if (l->kernel == k) l->args.pop_back();
+                           break;
+                         }
+                       }),
+                 "differ from its code's");
+}
+
+// Hole 1, the other half: extents edited to match a shrunk slot disagree with the code's.
+TEST(CraftedPackage, MetadataExtentsThatDisagreeWithTheCodeAreRefused) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         fb::ArgExtent& e = p.kernels[0]->arg_extents[0];
+                         e = fb::ArgExtent(e.begin(), e.end() / 2, e.access());
+                       }),
+                 "access extents differ from its code's");
+}
+
+// Hole 2: two tensors naming one slot: output 1 aliases output 0's 32-byte slot and claims
+// 4,000 bytes; its own slot becomes an empty arena slot, so every slot still names a consistent
+// tensor. Refused: output 1 does not own the slot it names.
+TEST(CraftedPackage, TwoTensorsCannotShareASlot) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         fb::SlotT& own = *p.slots[p.outputs[1]->slot];
+                         own.kind = fb::SlotKind::Arena;
+                         own.size = own.numel = own.offset = 0;
+                         p.outputs[1]->slot = p.outputs[0]->slot;
+                         p.outputs[1]->shape = {1, 1000};
+                       }),
+                 "does not own an output slot");
+}
+
+// Hole 3: a launch moved into the group of the launch whose output it reads: a race.
+TEST(CraftedPackage, AReadInTheGroupOfItsWriteIsARace) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         ASSERT_GE(p.groups.size(), 2u);
+                         // Move the second group's launches into the first.
+                         for (auto& l : p.groups[1]->launches)
+                           p.groups[0]->launches.push_back(std::move(l));
+                         p.groups.erase(p.groups.begin() + 1);
+                         for (auto& s : p.slots)
+                           if (s->kind == fb::SlotKind::Arena) {
+                             s->first_group = 0;
+                             s->last_group = std::max<uint32_t>(s->last_group, 1) - 1;
+                           }
+                       }),
+                 "(a race)");
+}
+
+// Hole 4: an arena slot whose lifetime ends before the group that writes it.
+TEST(CraftedPackage, AWriteOutsideTheSlotsLifetimeIsRefused) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         for (auto& g : p.groups)
+                           for (auto& l : g->launches) {
+                             fb::SlotT& out = *p.slots[l->args[0]];
+                             if (out.kind == fb::SlotKind::Arena && out.first_group > 0) {
+                               out.first_group = out.last_group = 0;
+                               return;
+                             }
+                           }
+                         FAIL() << "no arena slot written after group 0";
+                       }),
+                 "outside its lifetime");
+}
+
+// ---- hole 5: the ELF's protections ----
+
+struct Elf {
+  Elf64_Ehdr* eh;
+  Elf64_Phdr* ph;
+  Elf64_Phdr* find(uint32_t type, uint32_t flags_with = 0) {
+    for (int i = 0; i < eh->e_phnum; ++i)
+      if (ph[i].p_type == type && (ph[i].p_flags & flags_with) == flags_with) return &ph[i];
+    return nullptr;
+  }
+};
+Elf elf_of(std::vector<uint8_t>& code) {
+  auto* eh = reinterpret_cast<Elf64_Ehdr*>(code.data());
+  return {eh, reinterpret_cast<Elf64_Phdr*>(code.data() + eh->e_phoff)};
+}
+
+TEST(CraftedPackage, RelroOverTheCodeIsRefused) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         Elf e = elf_of(p.code);
+                         Elf64_Phdr* relro = e.find(PT_GNU_RELRO);
+                         Elf64_Phdr* text = e.find(PT_LOAD, PF_X);
+                         ASSERT_TRUE(relro && text);
+                         relro->p_vaddr = text->p_vaddr;
+                         relro->p_memsz = text->p_memsz;
+                       }),
+                 "RELRO region outside a writable segment");
+}
+
+// The table's segment without read permission (and without RELRO, which would make it
+// read-only): a check of the segment flags alone would accept it and the loader would fault.
+TEST(CraftedPackage, ATableInUnreadableMemoryIsRefused) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         Elf e = elf_of(p.code);
+                         Elf64_Phdr* data = e.find(PT_LOAD, PF_W);
+                         ASSERT_TRUE(data);
+                         data->p_flags = PF_W;
+                         if (Elf64_Phdr* relro = e.find(PT_GNU_RELRO)) relro->p_type = PT_NULL;
+                       }),
+                 "the entry table is not in readable memory");
+}
+
+// The table's segment with no permissions at all: its relocations cannot be applied.
+TEST(CraftedPackage, ASegmentWithoutPermissionsCannotBeRelocated) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         Elf e = elf_of(p.code);
+                         Elf64_Phdr* data = e.find(PT_LOAD, PF_W);
+                         ASSERT_TRUE(data);
+                         data->p_flags = 0;
+                         if (Elf64_Phdr* relro = e.find(PT_GNU_RELRO)) relro->p_type = PT_NULL;
+                       }),
+                 "relocation patches a segment that is not writable");
+}
+
+TEST(CraftedPackage, OverlappingSegmentsAreRefused) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         Elf e = elf_of(p.code);
+                         Elf64_Phdr* text = e.find(PT_LOAD, PF_X);
+                         Elf64_Phdr* data = e.find(PT_LOAD, PF_W);
+                         ASSERT_TRUE(text && data);
+                         data->p_vaddr = text->p_vaddr + 16;
+                       }),
+                 "overlapping loadable segments");
+}
+
+TEST(CraftedPackage, ARelocationIntoTheCodeIsRefused) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         Elf e = elf_of(p.code);
+                         Elf64_Phdr* text = e.find(PT_LOAD, PF_X);
+                         Elf64_Phdr* dyn = e.find(PT_DYNAMIC);
+                         ASSERT_TRUE(text && dyn);
+                         // The first RELA entry (found through DT_RELA) now patches .text.
+                         auto* d = reinterpret_cast<Elf64_Dyn*>(p.code.data() + dyn->p_offset);
+                         uint64_t rela = 0;
+                         for (; d->d_tag != DT_NULL; ++d)
+                           if (d->d_tag == DT_RELA) rela = d->d_un.d_ptr;
+                         ASSERT_NE(rela, 0u);
+                         // (vaddr == file offset for the first segments lld writes)
+                         auto* r = reinterpret_cast<Elf64_Rela*>(p.code.data() + rela);
+                         r->r_offset = text->p_vaddr + 64;
+                       }),
+                 "relocation patches a segment that is not writable");
+}
+
+TEST(CraftedPackage, SegmentsSharingAPageWithOtherPermissionsAreRefused) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         Elf e = elf_of(p.code);
+                         Elf64_Phdr* text = e.find(PT_LOAD, PF_X);
+                         Elf64_Phdr* data = e.find(PT_LOAD, PF_W);
+                         ASSERT_TRUE(text && data);
+                         // Right after the code, on its last page.
+                         uint64_t delta = data->p_vaddr - (text->p_vaddr + text->p_memsz);
+                         data->p_vaddr -= delta;
+                         if (Elf64_Phdr* relro = e.find(PT_GNU_RELRO)) relro->p_type = PT_NULL;
+                         if (Elf64_Phdr* d = e.find(PT_DYNAMIC)) d->p_vaddr -= delta;
+                       }),
+                 "share a page");
+}
+
+// Hole 6: the package file rewritten after loading: the session reads no metadata from it.
+TEST(CraftedPackage, AFileRewrittenAfterLoadingCannotCrashASession) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("kiln_rewritten_" + std::to_string(::getpid()) + ".kiln");
+  write_file(path.string(), net());
+  kiln_model* m = nullptr;
+  ASSERT_EQ(kiln_model_load_file(path.c_str(), nullptr, &m), KILN_OK) << kiln_last_error_message();
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    std::vector<char> junk(net().size(), static_cast<char>(0xFF));  // every offset and count huge
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  kiln_session* s = nullptr;
+  ASSERT_EQ(kiln_session_create(m, nullptr, &s), KILN_OK) << kiln_last_error_message();
+  std::vector<float> x(4 * 8 * 8, 1.0f);
+  ASSERT_EQ(kiln_session_set_input(s, 0, KILN_DTYPE_FLOAT32, x.data(), x.size() * 4), KILN_OK);
+  EXPECT_EQ(kiln_session_run(s), KILN_OK) << kiln_last_error_message();
+  kiln_tensor_info info;
+  info.struct_size = sizeof info;
+  ASSERT_EQ(kiln_model_output_info(m, 0, &info), KILN_OK);
+  EXPECT_STREQ(info.name, "m");  // the model's own copy
+  kiln_session_release(s);
+  kiln_model_release(m);
+  std::filesystem::remove(path);
+}
+
+// Hole 9: verification is linear. A package with 200,000 groups (one launch each, writing its
+// own slot, all at offset 0 with disjoint lifetimes: a valid plan) loads in well under a second;
+// one with more slots than the limit is refused by name.
+TEST(CraftedPackage, LargePackagesVerifyInLinearTime) {
+  std::vector<uint8_t> fill = compile_kg(
+      "c = const(value=1.0, dtype=float32)\nr = reshape(c, shape=[1])\ne = expand(r, shape=[16])\n"
+      "output e\n");
+  const uint32_t n = 200000;
+  std::vector<uint8_t> big = craft(fill, [&](fb::PackageT& p) {
+    ASSERT_EQ(p.kernels.size(), 1u);
+    ASSERT_EQ(p.kernels[0]->num_args, 1u);
+    p.outputs.clear();
+    p.slots.clear();
+    p.groups.clear();
+    for (uint32_t g = 0; g < n; ++g) {
+      auto slot = std::make_unique<fb::SlotT>();
+      slot->kind = fb::SlotKind::Arena;
+      slot->size = 64;
+      slot->numel = 16;
+      slot->dtype = fb::DType::Float32;
+      slot->first_group = slot->last_group = g;
+      p.slots.push_back(std::move(slot));
+      auto launch = std::make_unique<fb::LaunchT>();
+      launch->kernel = 0;
+      launch->args = {g};
+      launch->ntasks = 1;
+      auto group = std::make_unique<fb::GroupT>();
+      group->launches.push_back(std::move(launch));
+      p.groups.push_back(std::move(group));
+    }
+    p.arena_size = 64;
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<uint8_t> store(big.size() + 64);
+  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+  std::memcpy(data, big.data(), big.size());
+  kiln_model* m = nullptr;
+  ASSERT_EQ(kiln_model_load_memory(data, big.size(), nullptr, &m), KILN_OK)
+      << kiln_last_error_message();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  kiln_model_release(m);
+  EXPECT_LT(s, 1.0) << "verifying " << n << " groups and slots took " << s << " s";
+  std::printf("verified %u groups, %u slots in %.3f s\n", n, n, s);
+
+  // Beyond the slot limit: refused before anything is allocated for them.
+  std::vector<uint8_t> too_many = craft(fill, [&](fb::PackageT& p) {
+    p.slots.resize(KILN_ABI_MAX_SLOTS + 1);
+    for (auto& sl : p.slots)
+      if (!sl) sl = std::make_unique<fb::SlotT>();
+  });
+  expect_refused(too_many, "slots (the limit is");
+}
+
+// With the signer's key trusted, any edit at all — here a consistent shrink whose checksums are
+// right — is refused before the rest of the package is read.
+TEST(CraftedPackage, ASignedPackageEditedAfterSigningIsRefusedUnderTrust) {
+  SigningKey key = generate_signing_key();
+  std::vector<uint8_t> signed_pkg = compile_kg(kNet, &key);
+  kiln_model_options mo;
+  kiln_model_options_init(&mo);
+  const uint8_t(*keys)[32] = reinterpret_cast<const uint8_t(*)[32]>(key.public_key.data());
+  mo.trusted_keys = keys;
+  mo.num_trusted_keys = 1;
+  mo.require_signature = 1;
+  Result ok = load_and_run(signed_pkg, 1, &mo);
+  EXPECT_EQ(ok.status, KILN_OK) << ok.message;
+  std::vector<uint8_t> edited =
+      craft(signed_pkg, [](fb::PackageT& p) { p.outputs[0]->name = "logits"; });
+  Result r = load_and_run(edited, 1, &mo);
+  EXPECT_EQ(r.status, KILN_SIGNATURE_INVALID) << r.message;
+  EXPECT_NE(r.message.find("does not verify"), std::string::npos) << r.message;
+  EXPECT_EQ(load_and_run(edited).status, KILN_OK) << "without trusted keys the edit is harmless";
+}
+
+// An application that ships with one known package pins its SHA-256.
+TEST(CraftedPackage, APinnedDigestAcceptsOnlyThatPackage) {
+  kiln_sha256 h;
+  kiln_sha256_init(&h);
+  kiln_sha256_update(&h, net().data(), net().size());
+  uint8_t digest[32];
+  kiln_sha256_final(&h, digest);
+  kiln_model_options mo;
+  kiln_model_options_init(&mo);
+  mo.pinned_sha256 = digest;
+  EXPECT_EQ(load_and_run(net(), 1, &mo).status, KILN_OK);
+  digest[5] ^= 1;
+  Result r = load_and_run(net(), 1, &mo);
+  EXPECT_EQ(r.status, KILN_SIGNATURE_INVALID) << r.message;
+  EXPECT_NE(r.message.find("pinned"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace kiln
