@@ -23,6 +23,11 @@ const UOp* Graph::add_input(const std::string& name, DType dtype, const Shape& s
   if (buffer_names_.count(name)) throw Error("input '" + name + "': the name is already used");
   for (int64_t d : shape)
     if (d < 0) throw Error("input '" + name + "': negative dimension");
+  try {
+    shape_numel(shape);
+  } catch (const Error& e) {
+    throw Error("input '" + name + "': " + e.what());
+  }
   const UOp* b =
       ctx_->make(Op::BUFFER, dtype, {}, BufferArg{name, next_buffer_id_, BufferKind::Input, shape});
   buffer_names_[name] = next_buffer_id_++;

@@ -7,8 +7,16 @@
 namespace kiln {
 
 int64_t shape_numel(const Shape& s) {
+  // Shapes come from models and graph files: a product that overflows (or whose bytes could
+  // not be addressed) is the input's error, said here once rather than wrapped silently.
+  constexpr int64_t kMaxElements = int64_t{1} << 56;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements || n < -kMaxElements) {
+      std::string dims;
+      for (int64_t e : s) dims += (dims.empty() ? "" : ",") + std::to_string(e);
+      throw Error("shape (" + dims + ") has more than 2^56 elements");
+    }
   return n;
 }
 

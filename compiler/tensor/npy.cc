@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "compiler/support/error.h"
+#include "compiler/tensor/ndarray.h"
 
 namespace kiln {
 
@@ -41,9 +42,7 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 }  // namespace
 
 int64_t NpyArray::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  return shape_numel(shape);
 }
 
 std::string npy_descr(DType d) {

@@ -332,6 +332,39 @@ TEST(OnnxImporter, MalformedModelsGetClearErrors) {
   dangling.output("y", {1});
   EXPECT_NE(import_error(dangling).find("the ONNX checker rejects the model"), std::string::npos);
 
+  // Ranks the spatial and gather ops cannot work with (found by fuzz_onnx: each once indexed
+  // past a shape or sized a vector from a negative rank).
+  ModelBuilder flat_conv;
+  flat_conv.input("x", {1, 3});
+  flat_conv.input("w", {4, 3});
+  flat_conv.node("Conv", {"x", "w"}, {"y"}, "conv1");
+  flat_conv.output("y", {-1});
+  EXPECT_NE(import_error(flat_conv).find(
+                "node 'conv1' (Conv, opset 13): weight (4,3) does not match input"),
+            std::string::npos)
+      << import_error(flat_conv);
+  ModelBuilder flat_pool;
+  flat_pool.input("x", {8});
+  flat_pool.node("GlobalAveragePool", {"x"}, {"y"}, "gap");
+  flat_pool.output("y", {-1});
+  EXPECT_NE(import_error(flat_pool).find("input must be (N, C, spatial...), got (8)"),
+            std::string::npos)
+      << import_error(flat_pool);
+  ModelBuilder gather;
+  gather.input("x", {2, 3});
+  gather.input("i", {2, 1}, {}, onnx::TensorProto::INT64);
+  gather.node("GatherND", {"x", "i"}, {"y"}, "gnd").add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("batch_dims");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(-1);
+    return a;
+  }());
+  gather.output("y", {-1});
+  EXPECT_NE(import_error(gather).find("batch_dims=-1 for data (2,3) and indices (2,1)"),
+            std::string::npos)
+      << import_error(gather);
+
   namespace fs = std::filesystem;
   fs::path junk = fs::temp_directory_path() / "kiln_junk_model.onnx";
   {

@@ -65,6 +65,12 @@ TEST(GraphFile, ErrorsNameFileLineColumnAndWhatWasExpected) {
             "m.kg:2:12: unexpected character '$'");
   EXPECT_EQ(parse_error("weight w: float32[2] = values([1])\n"),
             "m.kg:1:24: values: 1 values for a weight of 2 elements");
+  // Sizes a typo can produce are refused before anything is allocated (found by fuzz_graph_file).
+  EXPECT_EQ(parse_error("weight w: float32[16222222222, 3] = random(seed=1)\n"),
+            "m.kg:1:37: random: weight 'w' float32(16222222222,3) is over 1 GiB: random() builds "
+            "at most 1 GiB (store larger weights with npy(\"file.npy\"))");
+  EXPECT_EQ(parse_error("input x: float32[4294967296, 4294967296]\ny = exp(x)\noutput y\n"),
+            "m.kg:1:10: shape (4294967296,4294967296) has more than 2^56 elements");
 }
 
 TEST(GraphFile, NpyWeightsAreReadRelativeToTheFile) {

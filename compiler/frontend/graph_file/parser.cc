@@ -99,6 +99,11 @@ class Parser {
       } while (accept(Tok::Comma));
       expect(Tok::RBracket, "',' or ']'");
     }
+    try {
+      shape_numel(shape);
+    } catch (const Error& e) {
+      fail(dt, e.what());
+    }
     if (!is_weight) {
       tensors_[n] = Tensor::input(g_, n, d, shape);
       return;
@@ -122,6 +127,12 @@ class Parser {
                "' is declared " + d.str() + shape_str(shape));
       return NDArray(d, shape, std::move(a.data));
     }
+    // zeros(), random() and values() build the weight in the compiler's memory from a few
+    // characters of text; past 1 GiB that is a typo, not a model (npy() has no limit).
+    constexpr int64_t kMaxGeneratedBytes = int64_t{1} << 30;
+    if (shape_numel(shape) > kMaxGeneratedBytes / d.itemsize())
+      c.fail(str_cat("weight '", n, "' ", d.str(), shape_str(shape), " is over 1 GiB: ", kind,
+                     "() builds at most 1 GiB (store larger weights with npy(\"file.npy\"))"));
     NDArray a(d, shape);
     if (kind == "zeros") {
       c.done(0, 0);

@@ -244,7 +244,11 @@ void register_movement_ops(OpRegistry& r) {
   };
   r["GatherND"] = [](NodeContext& n) {
     Tensor x = n.input(0), idx = n.input(1).cast(dtypes::int64);
+    if (idx.ndim() < 1) n.invalid("indices must have rank 1 or more");
     int64_t b = n.attr_int("batch_dims", 0), m = idx.dim(-1);
+    if (b < 0 || b >= idx.ndim() || b > x.ndim())
+      n.invalid(str_cat("batch_dims=", b, " for data ", shape_str(x.shape()), " and indices ",
+                        shape_str(idx.shape())));
     if (m > x.ndim() - b) n.invalid("index tuples longer than the data's rank");
     // The index tuple as one linear index over the m indexed axes (negative indices wrap).
     Tensor lin;
@@ -285,7 +289,9 @@ void register_movement_ops(OpRegistry& r) {
   r["Scatter"] = scatter_elems;
   r["ScatterND"] = [](NodeContext& n) {
     Tensor x = n.input(0), idx = n.input(1).cast(dtypes::int64), upd = n.input(2);
+    if (idx.ndim() < 1) n.invalid("indices must have rank 1 or more");
     int64_t m = idx.dim(-1);
+    if (m > x.ndim()) n.invalid(str_cat("index tuples of ", m, " for data of rank ", x.ndim()));
     Shape lead(x.shape().begin(), x.shape().begin() + m),
         rest(x.shape().begin() + m, x.shape().end());
     int64_t q = shape_numel(lead);

@@ -21,8 +21,19 @@ struct Spatial {
   std::vector<std::pair<int64_t, int64_t>> pads;
 };
 
+// A convolution weight's spatial extent: (M, C/group, k...), one k per spatial axis of x.
+std::vector<int64_t> weight_kernel(NodeContext& n, const Tensor& x, const Tensor& w) {
+  if (w.ndim() != x.ndim() || w.ndim() < 3)
+    n.invalid("weight " + shape_str(w.shape()) + " does not match input " + shape_str(x.shape()) +
+              " (both must be rank 3 or more: batch/filters, channels, spatial...)");
+  return std::vector<int64_t>(w.shape().begin() + 2, w.shape().end());
+}
+
 // kernel_shape, strides, dilations, pads/auto_pad of conv and pooling nodes.
 Spatial spatial(NodeContext& n, const Tensor& x, const std::vector<int64_t>& kernel) {
+  if (x.ndim() < 3)
+    n.invalid("input must be (N, C, spatial...) with at least one spatial axis, got " +
+              shape_str(x.shape()));
   size_t ns = static_cast<size_t>(x.ndim() - 2);
   Spatial s;
   s.kernel = kernel;
@@ -71,7 +82,7 @@ Tensor dilate_axis(const Tensor& x, int64_t a, int64_t s) {
 Tensor conv_transpose(NodeContext& n) {
   Tensor x = n.input(0), w = n.input(1);
   int64_t ns = x.ndim() - 2, g = n.attr_int("group", 1);
-  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  std::vector<int64_t> kernel = weight_kernel(n, x, w);
   Spatial sp = spatial(n, x, n.attr_ints("kernel_shape", kernel));
   std::vector<int64_t> out_pad =
       n.attr_ints("output_padding", std::vector<int64_t>(static_cast<size_t>(ns), 0));
@@ -261,7 +272,7 @@ Tensor einsum(NodeContext& n) {
 void register_nn_ops(OpRegistry& r) {
   r["Conv"] = [](NodeContext& n) {
     Tensor x = n.input(0), w = n.input(1);
-    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    std::vector<int64_t> kernel = weight_kernel(n, x, w);
     Spatial sp = spatial(n, x, n.attr_ints("kernel_shape", kernel));
     std::optional<Tensor> bias;
     if (n.has_input(2)) bias = n.input(2);
@@ -273,12 +284,14 @@ void register_nn_ops(OpRegistry& r) {
   r["AveragePool"] = [](NodeContext& n) { return V{pool(n, false)}; };
   r["GlobalAveragePool"] = [](NodeContext& n) {
     Tensor x = n.input(0);
+    if (x.ndim() < 2) n.invalid("input must be (N, C, spatial...), got " + shape_str(x.shape()));
     std::vector<int64_t> axes(static_cast<size_t>(x.ndim() - 2));
     std::iota(axes.begin(), axes.end(), 2);
     return V{x.mean(axes, true)};
   };
   r["GlobalMaxPool"] = [](NodeContext& n) {
     Tensor x = n.input(0);
+    if (x.ndim() < 2) n.invalid("input must be (N, C, spatial...), got " + shape_str(x.shape()));
     std::vector<int64_t> axes(static_cast<size_t>(x.ndim() - 2));
     std::iota(axes.begin(), axes.end(), 2);
     return V{x.max(axes, true)};
