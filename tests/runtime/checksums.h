@@ -13,8 +13,10 @@
 
 namespace kiln::testing {
 
+// With |fix_code| false the code section keeps its checksum (a fuzzer's mutated machine code is
+// then refused instead of run).
 inline bool fix_checksums(std::vector<uint8_t>& b, uint64_t* code_out = nullptr,
-                          uint64_t* code_size_out = nullptr) {
+                          uint64_t* code_size_out = nullptr, bool fix_code = true) {
   fbr r = {b.data(), b.size(), nullptr, 0};
   if (b.size() < 8) return false;
   uint64_t root = fbr_u32(&r, 0);

@@ -388,6 +388,34 @@ TEST(CraftedPackage, LargePackagesVerifyInLinearTime) {
   EXPECT_LT(s, 1.0) << "verifying " << n << " groups and slots took " << s << " s";
   std::printf("verified %u groups, %u slots in %.3f s\n", n, n, s);
 
+  // A million slots (empty arena slots besides the one the launch writes): verified too.
+  std::vector<uint8_t> million = craft(fill, [&](fb::PackageT& p) {
+    p.outputs.clear();
+    p.slots.clear();
+    for (uint32_t i = 0; i < 1000000; ++i) {
+      auto slot = std::make_unique<fb::SlotT>();
+      slot->kind = fb::SlotKind::Arena;
+      slot->dtype = fb::DType::Float32;
+      slot->size = i == 0 ? 64 : 0;
+      slot->numel = i == 0 ? 16 : 0;
+      p.slots.push_back(std::move(slot));
+    }
+    p.groups.resize(1);
+    p.groups[0]->launches.resize(1);
+    p.groups[0]->launches[0]->args = {0};
+    p.arena_size = 64;
+  });
+  std::vector<uint8_t> store2(million.size() + 64);
+  uint8_t* data2 = store2.data() + (64 - reinterpret_cast<uintptr_t>(store2.data()) % 64) % 64;
+  std::memcpy(data2, million.data(), million.size());
+  t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(kiln_model_load_memory(data2, million.size(), nullptr, &m), KILN_OK)
+      << kiln_last_error_message();
+  s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  kiln_model_release(m);
+  EXPECT_LT(s, 1.0) << "verifying 1,000,000 slots took " << s << " s";
+  std::printf("verified 1000000 slots in %.3f s\n", s);
+
   // Beyond the slot limit: refused before anything is allocated for them.
   std::vector<uint8_t> too_many = craft(fill, [&](fb::PackageT& p) {
     p.slots.resize(KILN_ABI_MAX_SLOTS + 1);
