@@ -33,7 +33,7 @@ extern "C" {
 /* ---- package format version (Provenance.format_major / format_minor) ---- */
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
-#define KILN_ABI_FORMAT_MINOR 0u
+#define KILN_ABI_FORMAT_MINOR 1u /* 1: launch labels */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
@@ -218,6 +218,7 @@ enum {
   KILN_ABI_LAUNCH_KERNEL,
   KILN_ABI_LAUNCH_ARGS,
   KILN_ABI_LAUNCH_NTASKS,
+  KILN_ABI_LAUNCH_LABEL, /* format 2.1 */
   KILN_ABI_LAUNCH_FIELD_COUNT
 };
 enum { KILN_ABI_GROUP_LAUNCHES, KILN_ABI_GROUP_FIELD_COUNT };

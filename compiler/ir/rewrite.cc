@@ -171,7 +171,8 @@ const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, RewriteOptio
   return opts.mode == RewriteMode::BottomUp ? e.bottom_up(root) : e.top_down(root);
 }
 
-const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map) {
+const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map,
+                      std::unordered_map<const UOp*, const UOp*>* rebuilt) {
   if (map.empty()) return root;
   std::unordered_map<const UOp*, const UOp*> done;
   for (const UOp* n : root->toposort()) {
@@ -189,7 +190,9 @@ const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, cons
     }
     done[n] = changed ? n->with_src(std::move(src)) : n;
   }
-  return done.at(root);
+  const UOp* r = done.at(root);
+  if (rebuilt) *rebuilt = std::move(done);
+  return r;
 }
 
 }  // namespace kiln

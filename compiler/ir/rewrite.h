@@ -34,6 +34,8 @@ struct RewriteOptions {
 const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, RewriteOptions opts = {});
 
 // Replaces nodes by the mapping (keys are replaced wherever they occur), rebuilding users.
-const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map);
+// With `rebuilt`, also every node of root's graph -> what it became (itself if unchanged).
+const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map,
+                      std::unordered_map<const UOp*, const UOp*>* rebuilt = nullptr);
 
 }  // namespace kiln

@@ -169,8 +169,9 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
       const Launch& l = plan.launches[static_cast<size_t>(li)];
       std::vector<uint32_t> args(l.args.begin(), l.args.end());
       uint32_t ntasks = static_cast<uint32_t>(l.ntasks);
-      launches.push_back(
-          fb::CreateLaunchDirect(fbb, static_cast<uint32_t>(l.program), &args, ntasks));
+      std::string label = l.label(plan.programs[static_cast<size_t>(l.program)].name);
+      launches.push_back(fb::CreateLaunchDirect(fbb, static_cast<uint32_t>(l.program), &args,
+                                                ntasks, label.c_str()));
     }
     groups.push_back(fb::CreateGroupDirect(fbb, &launches));
   }

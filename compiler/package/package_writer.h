@@ -15,7 +15,7 @@ namespace kiln {
 class TargetInfo;
 struct SigningKey;
 
-inline constexpr const char* kProducer = "kilnc 0.1.0";
+inline constexpr const char* kProducer = "kilnc " KILN_VERSION;  // KILN_VERSION: from kiln.h
 
 struct PackageProvenance {
   std::vector<std::string> flags;

@@ -47,7 +47,9 @@ class Folder {
       if (roots.count(n)) ordered.push_back(n);  // deterministic order
     for (const UOp* r : ordered) consider(r);
     if (!replace_.empty()) {
-      const UOp* new_sink = substitute(sink, replace_);
+      std::unordered_map<const UOp*, const UOp*> rebuilt;
+      const UOp* new_sink = substitute(sink, replace_, &rebuilt);
+      g_.carry_origins(rebuilt);
       auto& outs = g_.mutable_outputs();
       for (size_t i = 0; i < outs.size(); ++i) outs[i].node = new_sink->src[i];
     }

@@ -17,7 +17,12 @@ void dedup_kernels(const std::vector<RangeifiedKernel>& kernels, Plan& plan) {
     } else {
       program = it->second;
     }
-    plan.launches.push_back({program, k.args, k.what});
+    Launch l;
+    l.program = program;
+    l.args = k.args;
+    l.what = k.what;
+    l.origins = k.origins;
+    plan.launches.push_back(std::move(l));
   }
 }
 

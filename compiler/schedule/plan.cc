@@ -6,6 +6,20 @@
 
 namespace kiln {
 
+std::string Launch::label(const std::string& program_name) const {
+  constexpr size_t kMaxLabel = 200;
+  std::string r;
+  for (size_t i = 0; i < origins.size(); ++i) {
+    const std::string sep = i ? "+" : "";
+    if (r.size() + sep.size() + origins[i].size() > kMaxLabel) {
+      r += str_cat("(+", origins.size() - i, " more)");
+      break;
+    }
+    r += sep + origins[i];
+  }
+  return r.empty() ? program_name : r;
+}
+
 int64_t PlanBuffer::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -48,6 +48,10 @@ struct Launch {
   std::vector<int> args;  // buffer ids by argument index; args[0] is written
   std::string what;       // the tensor node it computes, for messages and --explain-fusion
   int64_t ntasks = 1;     // the program's task split, set by the optimize stage
+  std::vector<std::string> origins;  // the model nodes it fuses, producers first
+  // "conv1+relu1": the origins joined (at most 200 characters, "(+N more)" past that), or the
+  // program's name when no model node is known (a copy, a graph built in code).
+  std::string label(const std::string& program_name) const;
 };
 
 struct MemorySlot {

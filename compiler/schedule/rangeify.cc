@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <unordered_map>
 
 #include "compiler/ir/printer.h"
@@ -108,6 +109,7 @@ class Lowerer {
     arg_of_[out] = 0;
     memo_.clear();
     loops_.clear();
+    fused_.clear();
     next_range_ = 0;
     const Shape& shape = root->shape();
     Idx idx;
@@ -140,7 +142,17 @@ class Lowerer {
     // A tensor with no elements needs no kernel (its empty loops simplify away, so a kernel
     // would store once); its buffer still exists, with zero bytes.
     if (shape_numel(shape) == 0) return;
-    res_.kernels.push_back({ast, args_, describe_node(root)});
+    res_.kernels.push_back({ast, args_, describe_node(root), fused_origins()});
+  }
+
+  // The origins of the nodes this kernel computes inline, in model order, each once.
+  std::vector<std::string> fused_origins() const {
+    std::map<int64_t, const UOp*> order;
+    for (const UOp* u : fused_)
+      if (int64_t i = g_.origin_index(u); i >= 0) order.emplace(i, u);
+    std::vector<std::string> r;
+    for (const auto& [i, u] : order) r.push_back(*g_.origin(u));
+    return r;
   }
 
   // Simplification can remove every load of an argument (a gate that is never true, a product
@@ -315,6 +327,7 @@ class Lowerer {
 
   const UOp* compute(const UOp* n, const Idx& idx, const UOp* valid) {
     if (n->op == Op::CONST) return n;
+    fused_.push_back(n);
     if (alu_arity(n->op) || n->op == Op::CAST || n->op == Op::BITCAST) {
       std::vector<const UOp*> src;
       for (const UOp* s : n->src) src.push_back(lower(s, idx, valid));
@@ -443,6 +456,7 @@ class Lowerer {
   std::unordered_map<int, int> arg_of_;
   std::unordered_map<MemoKey, const UOp*, MemoHash> memo_;
   std::vector<const UOp*> loops_;
+  std::vector<const UOp*> fused_;  // the nodes the current kernel computes inline
   std::unordered_map<const UOp*, int64_t> consumers_;       // see count_consumers
   std::unordered_map<const UOp*, bool> reaches_reduction_;  // cache; realized nodes stop the walk
   int64_t next_range_ = 0;

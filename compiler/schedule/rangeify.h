@@ -22,6 +22,8 @@ struct RangeifiedKernel {
   const UOp* ast = nullptr;
   std::vector<int> args;  // buffer ids by argument index
   std::string what;       // the tensor node computed
+  // The model nodes it fuses (Graph::origin of every node computed inline), producers first.
+  std::vector<std::string> origins;
 };
 
 struct RangeifyResult {

@@ -35,6 +35,63 @@ const UOp* Graph::add_input(const std::string& name, DType dtype, const Shape& s
   return b;
 }
 
+void Graph::label_origin(const std::vector<const UOp*>& results, const std::string& origin) {
+  int64_t index = -1;
+  std::vector<const UOp*> stack(results.begin(), results.end());
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (u->op == Op::BUFFER || origin_.count(u) || !reads_buffer(u)) continue;
+    if (index < 0) {
+      index = static_cast<int64_t>(origin_names_.size());
+      origin_names_.push_back(origin);
+    }
+    origin_[u] = index;
+    stack.insert(stack.end(), u->src.begin(), u->src.end());
+  }
+}
+
+bool Graph::reads_buffer(const UOp* root) {
+  // Iterative and memoized across calls: every node is decided once.
+  std::vector<const UOp*> stack{root};
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    if (reads_buffer_.count(u)) {
+      stack.pop_back();
+      continue;
+    }
+    bool ready = true, reads = u->op == Op::BUFFER;
+    for (const UOp* s : u->src)
+      if (auto it = reads_buffer_.find(s); it == reads_buffer_.end()) {
+        stack.push_back(s);
+        ready = false;
+      } else {
+        reads = reads || it->second;
+      }
+    if (ready) {
+      reads_buffer_[u] = reads;
+      stack.pop_back();
+    }
+  }
+  return reads_buffer_.at(root);
+}
+
+void Graph::carry_origins(const std::unordered_map<const UOp*, const UOp*>& rebuilt) {
+  for (const auto& [from, to] : rebuilt)
+    if (from != to && !origin_.count(to))
+      if (auto it = origin_.find(from); it != origin_.end()) origin_[to] = it->second;
+}
+
+const std::string* Graph::origin(const UOp* u) const {
+  int64_t i = origin_index(u);
+  return i < 0 ? nullptr : &origin_names_[static_cast<size_t>(i)];
+}
+
+int64_t Graph::origin_index(const UOp* u) const {
+  auto it = origin_.find(u);
+  return it == origin_.end() ? -1 : it->second;
+}
+
 const UOp* Graph::add_weight(const std::string& name, NDArray data) {
   if (buffer_names_.count(name)) throw Error("weight '" + name + "': the name is already used");
   const UOp* b = ctx_->make(Op::BUFFER, data.dtype(), {},

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/uop.h"
@@ -52,6 +53,19 @@ class Graph {
   // A unique name for a new weight derived from `base` ("base", "base_1", ...).
   std::string fresh_name(const std::string& base) const;
 
+  // Where nodes came from, for people reading plans, pictures and traces: the model node (ONNX
+  // node name, .kg statement) that built them. Importers call label_origin after each model
+  // node with its results: every node they reach that has no origin yet and reads some buffer
+  // (stopping at labelled nodes, buffers and buffer-free subgraphs — constants and their
+  // broadcasts, which many model nodes share) gets `origin`.
+  void label_origin(const std::vector<const UOp*>& results, const std::string& origin);
+  // The origin of `u`, or nullptr.
+  const std::string* origin(const UOp* u) const;
+  // The import order of u's origin (origins compare in model order), or -1.
+  int64_t origin_index(const UOp* u) const;
+  // After a rewrite of the graph (old node -> new node): new nodes keep their old one's origin.
+  void carry_origins(const std::unordered_map<const UOp*, const UOp*>& rebuilt);
+
  private:
   bool name_taken(const std::string& name) const;
 
@@ -61,6 +75,12 @@ class Graph {
   std::map<int64_t, NDArray> weights_;
   std::map<int64_t, const UOp*> weight_nodes_;
   std::map<std::string, int64_t> buffer_names_;
+  // Whether `u` reads some buffer (see label_origin).
+  bool reads_buffer(const UOp* u);
+
+  std::unordered_map<const UOp*, int64_t> origin_;  // index into origin_names_
+  std::unordered_map<const UOp*, bool> reads_buffer_;
+  std::vector<std::string> origin_names_;
   int64_t next_buffer_id_ = 0;
 };
 

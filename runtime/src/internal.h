@@ -67,6 +67,8 @@ typedef struct kiln_launch_desc {
   uint32_t nargs;
   const uint32_t* args; /* slot of each argument (in m->launch_args) */
   uint32_t ntasks;
+  uint32_t group;
+  const char* label; /* in m->launch_strings, or the kernel's name */
 } kiln_launch_desc;
 
 typedef struct kiln_group_desc {
@@ -136,6 +138,7 @@ struct kiln_model {
   /* the copies the descriptions point into */
   void* tensor_copy[2];  /* the shapes and names of the inputs [0] and the outputs [1] */
   char* kernel_strings;  /* kernel names */
+  char* launch_strings;  /* launch labels */
   uint32_t* launch_args; /* every launch's argument slots */
   float selftest_tolerance;
   int live_sessions; /* atomic */
@@ -180,5 +183,7 @@ KILN_RT_PRIVATE void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* pool)
 /* Runs fn(ctx, i) for every i in [0, n) on the workers and the calling thread; returns when all
  * are done. */
 KILN_RT_PRIVATE void kiln_pool_run(kiln_pool* pool, uint32_t n, kiln_work_fn fn, void* ctx);
+/* 0 on the thread that calls kiln_pool_run (any thread that is not a worker), 1.. on workers. */
+KILN_RT_PRIVATE uint32_t kiln_pool_thread_index(void);
 
 #endif /* KILN_RT_INTERNAL_H_ */

@@ -253,3 +253,26 @@ kiln_status kiln_model_kernel_name(const kiln_model* m, size_t index, const char
   *out_name = m->kernel_descs[index].name;
   return KILN_OK;
 }
+
+kiln_status kiln_model_launch_count(const kiln_model* m, size_t* out_count) {
+  if (!m || !out_count)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_launch_count: NULL argument");
+  *out_count = m->num_launches;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_launch_info(const kiln_model* m, size_t index, kiln_launch_info* out) {
+  if (!m || !out) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_launch_info: NULL argument");
+  if (out->struct_size < sizeof(kiln_launch_info))
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_launch_info: struct_size is %zu",
+                      out->struct_size);
+  if (index >= m->num_launches)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_launch_info: index %zu out of range",
+                      index);
+  const kiln_launch_desc* L = &m->launches[index];
+  out->kernel = L->kernel;
+  out->group = L->group;
+  out->num_tasks = L->ntasks;
+  out->label = L->label;
+  return KILN_OK;
+}

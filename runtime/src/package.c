@@ -262,9 +262,10 @@ void kiln_package_unload(kiln_model* m) {
   kiln_free(a, m->tensor_copy[0]);
   kiln_free(a, m->tensor_copy[1]);
   kiln_free(a, m->kernel_strings);
+  kiln_free(a, m->launch_strings);
   kiln_free(a, m->launch_args);
   m->tensor_copy[0] = m->tensor_copy[1] = NULL;
-  m->kernel_strings = NULL;
+  m->kernel_strings = m->launch_strings = NULL;
   m->launch_args = NULL;
   m->inputs = m->outputs = NULL;
   m->slots = NULL;

@@ -88,7 +88,10 @@ static kiln_status load_kernels(kiln_loader* ld) {
   if (!m->kernel_strings) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading kernels");
   char* p = m->kernel_strings;
   for (uint32_t i = 0; i < n; ++i) {
+    /* (Bounded again: a file another process writes may change between the passes.) */
     size_t len = strlen(m->kernel_descs[i].name) + 1;
+    if (len > name_bytes) return kiln_loader_invalid("the package changed while loading");
+    name_bytes -= len;
     memcpy(p, m->kernel_descs[i].name, len);
     m->kernel_descs[i].name = p;
     p += len;
@@ -186,11 +189,12 @@ static kiln_status check_launch(kiln_loader* ld, uint32_t li, uint32_t g, slot_u
 
 /* The groups' launches, copied into m->launches and m->launch_args, each checked in schedule
  * order. */
-static kiln_status load_groups(kiln_loader* ld, uint64_t gdata, slot_use* use) {
+static kiln_status load_groups(kiln_loader* ld, uint64_t gdata, slot_use* use, size_t label_room) {
   kiln_model* m = ld->m;
   fbr* R = &ld->r;
   uint32_t li = 0;
   uint32_t* args_out = m->launch_args;
+  char* labels_out = m->launch_strings;
   for (uint32_t g = 0; g < m->num_groups; ++g) {
     uint64_t gt = fbr_table_at(R, gdata, g), ld_data;
     uint32_t nl = fbr_vector(R, fbr_ref(R, fbr_field(R, gt, KILN_ABI_GROUP_LAUNCHES)), 4, &ld_data);
@@ -204,11 +208,24 @@ static kiln_status load_groups(kiln_loader* ld, uint64_t gdata, slot_use* use) {
       L->kernel = kiln_fb_u32_field(R, lt, KILN_ABI_LAUNCH_KERNEL);
       L->nargs = fbr_vector(R, fbr_ref(R, fbr_field(R, lt, KILN_ABI_LAUNCH_ARGS)), 4, &args);
       L->ntasks = kiln_fb_u32_field(R, lt, KILN_ABI_LAUNCH_NTASKS);
+      L->group = g;
+      uint64_t label = fbr_field(R, lt, KILN_ABI_LAUNCH_LABEL);
+      const char* text = label ? fbr_string(R, fbr_ref(R, label)) : NULL;
       KILN_FB_CHECK(R);
       memcpy(args_out, m->buf + args, 4 * (size_t)L->nargs); /* (counted in load_schedule) */
       L->args = args_out;
       args_out += L->nargs;
       KILN_RETURN_IF_ERROR(check_launch(ld, li, g, use));
+      L->label = m->kernel_descs[L->kernel].name; /* (check_launch proved the index) */
+      if (text) {
+        /* (Bounded again: a file another process writes may change between the passes.) */
+        size_t len = strlen(text) + 1;
+        if (len > label_room) return kiln_loader_invalid("the package changed while loading");
+        label_room -= len;
+        memcpy(labels_out, text, len);
+        L->label = labels_out;
+        labels_out += len;
+      }
       items += L->ntasks;
     }
     if (items > UINT32_MAX) return kiln_loader_invalid("too many tasks in a group");
@@ -235,14 +252,17 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
   KILN_FB_CHECK(R);
   if (ngroups > KILN_ABI_MAX_GROUPS)
     return kiln_invalid("%u groups (the limit is %u)", ngroups, KILN_ABI_MAX_GROUPS);
-  uint64_t launches = 0, args = 0; /* to size m->launches and m->launch_args */
+  /* to size m->launches, m->launch_args and m->launch_strings */
+  uint64_t launches = 0, args = 0, label_bytes = 0;
   for (uint32_t g = 0; g < ngroups && launches <= KILN_ABI_MAX_LAUNCHES; ++g) {
     uint64_t gt = fbr_table_at(R, gdata, g), ldata;
     uint32_t nl = fbr_vector(R, fbr_ref(R, fbr_field(R, gt, KILN_ABI_GROUP_LAUNCHES)), 4, &ldata);
     for (uint32_t k = 0; k < nl && R->error == NULL && args <= KILN_ABI_MAX_LAUNCH_ARGS; ++k) {
-      uint64_t unused;
-      args += fbr_vector(
-          R, fbr_ref(R, fbr_field(R, fbr_table_at(R, ldata, k), KILN_ABI_LAUNCH_ARGS)), 4, &unused);
+      uint64_t unused, lt = fbr_table_at(R, ldata, k);
+      args += fbr_vector(R, fbr_ref(R, fbr_field(R, lt, KILN_ABI_LAUNCH_ARGS)), 4, &unused);
+      uint64_t label = fbr_field(R, lt, KILN_ABI_LAUNCH_LABEL);
+      const char* text = label ? fbr_string(R, fbr_ref(R, label)) : NULL;
+      label_bytes += text ? strlen(text) + 1 : 0; /* (at most the package's size in all) */
     }
     launches += nl;
   }
@@ -253,9 +273,10 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
   m->groups = kiln_alloc(a, (size_t)ngroups * sizeof(kiln_group_desc) + 8, 8);
   m->launches = kiln_alloc(a, (size_t)launches * sizeof(kiln_launch_desc) + 8, 8);
   m->launch_args = kiln_alloc(a, (size_t)args * 4 + 8, 8);
+  m->launch_strings = kiln_alloc(a, (size_t)label_bytes + 1, 8);
   slot_use* use = kiln_alloc(a, (size_t)m->num_slots * sizeof(slot_use) + 8, 8);
   kiln_status st = KILN_OK;
-  if (!m->groups || !m->launches || !m->launch_args || !use) {
+  if (!m->groups || !m->launches || !m->launch_args || !m->launch_strings || !use) {
     st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading the schedule");
   } else {
     m->num_groups = ngroups;
@@ -266,7 +287,7 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
           kind == KILN_ABI_SLOT_INPUT || kind == KILN_ABI_SLOT_CONSTANT ? -1 : INT32_MAX;
       use[s].read = -1;
     }
-    st = load_groups(ld, gdata, use);
+    st = load_groups(ld, gdata, use, (size_t)label_bytes);
   }
   kiln_free(a, use);
   return st;

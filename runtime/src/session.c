@@ -1,5 +1,6 @@
 /* Sessions: the arena, input/output storage and bindings, per-launch argument arrays and the
  * thread pool, all allocated at creation; kiln_session_run allocates nothing. */
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -20,6 +21,14 @@ struct kiln_session {
   int profile;
   uint64_t* prof_runs;
   double* prof_ms;
+  /* trace mode: per launch and thread, when that thread ran the launch's tasks; an entry
+   * belongs to the last run when its run number is trace_run */
+  struct trace_slot {
+    uint64_t start_ns, end_ns;
+    uint32_t run;
+  }* trace;
+  uint32_t trace_threads, trace_run;
+  uint64_t trace_t0;
   /* the group being run (the pool's work function reads it) */
   const kiln_group_desc* cur_group;
   uint32_t cur_launch; /* profile mode: one launch at a time */
@@ -55,6 +64,7 @@ kiln_status kiln_session_release(kiln_session* s) {
   kiln_free(a, s->arg_storage);
   kiln_free(a, s->prof_runs);
   kiln_free(a, s->prof_ms);
+  kiln_free(a, s->trace);
   __atomic_fetch_sub(&s->model->live_sessions, 1, __ATOMIC_ACQ_REL);
   kiln_free(a, s);
   return KILN_OK;
@@ -66,13 +76,18 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
     return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_create: out_session is NULL");
   *out_session = NULL;
   if (!m) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_create: model is NULL");
-  kiln_session_options defaults;
-  kiln_session_options_init(&defaults);
-  if (!o) o = &defaults;
-  if (o->struct_size < sizeof(kiln_session_options))
-    return kiln_error(KILN_INVALID_ARGUMENT,
-                      "kiln_session_options.struct_size is %zu; call kiln_session_options_init",
-                      o->struct_size);
+  kiln_session_options opts;
+  kiln_session_options_init(&opts);
+  if (o) {
+    /* Callers built against the first version pass a struct without `trace`. */
+    if (o->struct_size < offsetof(kiln_session_options, trace) ||
+        o->struct_size > sizeof(kiln_session_options))
+      return kiln_error(KILN_INVALID_ARGUMENT,
+                        "kiln_session_options.struct_size is %zu; call kiln_session_options_init",
+                        o->struct_size);
+    memcpy(&opts, o, o->struct_size);
+  }
+  o = &opts;
   if (o->num_threads > KILN_MAX_THREADS)
     return kiln_error(KILN_INVALID_ARGUMENT,
                       "kiln_session_create: %zu threads (a session runs on at most %d)",
@@ -166,6 +181,16 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
     memset(s->prof_runs, 0, (size_t)m->num_launches * sizeof(uint64_t));
     memset(s->prof_ms, 0, (size_t)m->num_launches * sizeof(double));
   }
+  if (o->trace) {
+    s->trace_threads = o->num_threads > 1 ? (uint32_t)o->num_threads : 1;
+    size_t n = (size_t)m->num_launches * s->trace_threads;
+    s->trace = kiln_alloc(a, n * sizeof *s->trace + 8, 16);
+    if (!s->trace) {
+      st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory for traces");
+      goto fail;
+    }
+    memset(s->trace, 0, n * sizeof *s->trace);
+  }
   st = kiln_pool_create(a, o->num_threads > 1 ? o->num_threads - 1 : 0, &s->pool);
   if (st != KILN_OK) goto fail;
   *out_session = s;
@@ -241,6 +266,16 @@ kiln_status kiln_session_bind_output(kiln_session* s, size_t index, kiln_dtype d
   return KILN_OK;
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double now_ms(void) {
+  return (double)now_ns() / 1e6;
+}
+
 /* Item |i| of the current group: find its launch (groups have few) and task. */
 static void run_item(void* ctx, uint32_t i) {
   kiln_session* s = ctx;
@@ -253,13 +288,19 @@ static void run_item(void* ctx, uint32_t i) {
     while (i >= m->launches[l].ntasks) i -= m->launches[l++].ntasks;
   }
   const kiln_launch_desc* L = &m->launches[l];
+  if (!s->trace) {
+    m->kernels[L->kernel](s->launch_args[l], NULL, i, L->ntasks);
+    return;
+  }
+  /* Each thread writes only its own entry of each launch: no races. */
+  struct trace_slot* t = &s->trace[(size_t)l * s->trace_threads + kiln_pool_thread_index()];
+  uint64_t t0 = now_ns();
   m->kernels[L->kernel](s->launch_args[l], NULL, i, L->ntasks);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+  if (t->run != s->trace_run) {
+    t->run = s->trace_run;
+    t->start_ns = t0;
+  }
+  t->end_ns = now_ns();
 }
 
 kiln_status kiln_session_run(kiln_session* s) {
@@ -269,6 +310,10 @@ kiln_status kiln_session_run(kiln_session* s) {
     if (!s->input_set[i])
       return kiln_error(KILN_FAILED_PRECONDITION, "kiln_session_run: input '%s' is not set",
                         m->inputs[i].name);
+  if (s->trace) {
+    s->trace_run = s->trace_run + 1 ? s->trace_run + 1 : 1; /* (0: never ran) */
+    s->trace_t0 = now_ns();
+  }
   for (uint32_t g = 0; g < m->num_groups; ++g) {
     s->cur_group = &m->groups[g];
     if (!s->profile) {
@@ -325,5 +370,29 @@ kiln_status kiln_session_launch_profile(const kiln_session* s, size_t index, siz
   *out_kernel = s->model->launches[index].kernel;
   *out_runs = s->prof_runs[index];
   *out_total_ms = s->prof_ms[index];
+  return KILN_OK;
+}
+
+kiln_status kiln_session_trace(const kiln_session* s, kiln_trace_event* events, size_t capacity,
+                               size_t* out_count) {
+  if (!s || !out_count || (!events && capacity))
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_trace: NULL argument");
+  if (!s->trace)
+    return kiln_error(KILN_FAILED_PRECONDITION,
+                      "kiln_session_trace: the session was created without trace");
+  size_t n = 0;
+  for (uint32_t l = 0; l < s->model->num_launches; ++l)
+    for (uint32_t t = 0; t < s->trace_threads; ++t) {
+      const struct trace_slot* e = &s->trace[(size_t)l * s->trace_threads + t];
+      if (!s->ran || e->run != s->trace_run) continue;
+      if (n < capacity) {
+        events[n].launch = l;
+        events[n].thread = t;
+        events[n].start_ms = (double)(e->start_ns - s->trace_t0) / 1e6;
+        events[n].end_ms = (double)(e->end_ns - s->trace_t0) / 1e6;
+      }
+      ++n;
+    }
+  *out_count = n;
   return KILN_OK;
 }

@@ -7,6 +7,12 @@
 
 static _Thread_local char g_message[1024];
 
+const char* kiln_version(unsigned* out_format_major, unsigned* out_format_minor) {
+  if (out_format_major) *out_format_major = KILN_ABI_FORMAT_MAJOR;
+  if (out_format_minor) *out_format_minor = KILN_ABI_FORMAT_MINOR;
+  return KILN_VERSION_STRING;
+}
+
 const char* kiln_status_name(kiln_status s) {
   switch (s) {
     case KILN_OK:

@@ -26,7 +26,15 @@ struct kiln_pool {
   _Atomic uint32_t job; /* generation of the current job */
   _Atomic int stop;
   _Atomic int sleepers;
+  _Atomic uint32_t started; /* workers numbered so far (kiln_pool_thread_index) */
 };
+
+/* A worker's number in its pool (a thread serves one pool); 0 on every other thread. */
+static _Thread_local uint32_t t_index;
+
+uint32_t kiln_pool_thread_index(void) {
+  return t_index;
+}
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__)
@@ -55,6 +63,7 @@ static void work(kiln_pool* p, uint32_t gen) {
 static void* worker(void* arg) {
   kiln_pool* p = arg;
   uint32_t seen = 0;
+  t_index = atomic_fetch_add(&p->started, 1) + 1;
   for (;;) {
     uint32_t gen = atomic_load_explicit(&p->job, memory_order_acquire);
     for (int i = 0; gen == seen && i < KILN_SPINS && !atomic_load(&p->stop); ++i) {
@@ -159,6 +168,10 @@ void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* p) {
 void kiln_pool_run(kiln_pool* p, uint32_t n, kiln_work_fn fn, void* ctx) {
   (void)p;
   for (uint32_t i = 0; i < n; ++i) fn(ctx, i);
+}
+
+uint32_t kiln_pool_thread_index(void) {
+  return 0;
 }
 
 #endif

@@ -1,14 +1,13 @@
 /* kiln-run: runs a kiln package with the C runtime only (links libkiln_rt, nothing else).
- *
- *   kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N]
- *            [--profile] [--info] [--trust NAME.pub ...]
- *   kiln-run PACKAGE --selftest [--threads N]
+ * `kiln-run --help` lists the options.
  *
  * --trust NAME.pub (repeatable; kilnc keygen writes the file) loads only a package signed by one
  * of the keys, unchanged since signing (kilnc compile --sign NAME.key).
  * Outputs are written as DIR/NAME.npy (characters outside [A-Za-z0-9._-] become '_').
  * --repeat N runs N timed inferences after a warm-up and prints "latency_ms: min=X median=Y" and
  * "ready_ms: Z" (package load plus session creation).
+ * --info prints the load time and the model's tensors and launches, and runs nothing.
+ * --trace FILE.json writes the last run as a Chrome trace (trace.c).
  * --selftest runs the package's embedded self-test (kilnc --embed-selftest), prints the error of
  * every output and "selftest: passed" (exit 0) or "selftest: FAILED" (exit 1).
  * Any error prints the runtime's message and exits with status 1 (2 for usage errors). */
@@ -22,15 +21,28 @@
 
 #include "kiln/kiln.h"
 #include "npy.h"
+#include "trace.h"
 
 #define MAX_INPUTS 256
 #define MAX_KEYS 16
 
 static void usage(FILE* f) {
   fprintf(f,
-          "usage: kiln-run PACKAGE --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] "
-          "[--repeat N] [--profile] [--info] [--trust NAME.pub ...]\n"
-          "       kiln-run PACKAGE --selftest [--threads N] [--trust NAME.pub ...]\n");
+          "usage: kiln-run PACKAGE --input NAME=FILE.npy ... [options]\n"
+          "       kiln-run PACKAGE --info\n"
+          "       kiln-run PACKAGE --selftest [--threads N] [--trust NAME.pub ...]\n\n"
+          "options:\n"
+          "  --input NAME=FILE.npy  a value for input NAME (repeatable; every input needs one)\n"
+          "  --output-dir DIR       write each output as DIR/NAME.npy\n"
+          "  --threads N            threads running the kernels, this one included (default 1)\n"
+          "  --repeat N             time N runs after a warm-up: latency_ms min and median\n"
+          "  --profile              per-launch times (launches of a group run one at a time)\n"
+          "  --trace FILE.json      the last run as a Chrome trace (Perfetto, chrome://tracing)\n"
+          "  --info                 print the load time, tensors and launches; run nothing\n"
+          "  --selftest             run the package's embedded self-test\n"
+          "  --trust NAME.pub       load only packages signed by this key (repeatable)\n"
+          "  --version              print the version and the package format this runtime reads\n"
+          "  -h, --help             print this text\n");
 }
 
 /* A public key file ("kiln-ed25519-public-key" and 64 hex digits). 0 on success. */
@@ -92,6 +104,26 @@ static void print_info(const kiln_model* m) {
       printf("] %zu bytes\n", t.size_bytes);
     }
   }
+  kiln_model_launch_count(m, &n);
+  printf("launches: %zu\n", n);
+  for (size_t l = 0; l < n; ++l) {
+    kiln_launch_info li;
+    li.struct_size = sizeof li;
+    const char* kernel = "?";
+    kiln_model_launch_info(m, l, &li);
+    kiln_model_kernel_name(m, li.kernel, &kernel);
+    printf("launch %zu: group %zu, %s x %zu tasks: %s\n", l, li.group, kernel, li.num_tasks,
+           li.label);
+  }
+}
+
+/* "[1,3,224,224]" into |buf|. */
+static const char* dims_text(size_t rank, const int64_t* shape, char* buf, size_t size) {
+  size_t n = (size_t)snprintf(buf, size, "[");
+  for (size_t k = 0; k < rank && n < size; ++k)
+    n += (size_t)snprintf(buf + n, size - n, "%s%lld", k ? "," : "", (long long)shape[k]);
+  if (n < size) snprintf(buf + n, size - n, "]");
+  return buf;
 }
 
 int main(int argc, char** argv) {
@@ -99,6 +131,7 @@ int main(int argc, char** argv) {
   const char* out_dir = NULL;
   const char* in_name[MAX_INPUTS];
   const char* in_file[MAX_INPUTS];
+  const char* trace_file = NULL;
   int n_in = 0, threads = 1, repeat = 0, profile = 0, info = 0, selftest = 0;
   uint8_t keys[MAX_KEYS][32];
   size_t n_keys = 0;
@@ -138,8 +171,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       if (read_public_key(v, keys[n_keys++])) return 2;
+    } else if (!strncmp(a, "--trace", 7) && (v = VALUE("--trace"))) {
+      trace_file = v;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--version")) {
+      unsigned major, minor;
+      const char* lib = kiln_version(&major, &minor);
+      printf("kiln-run %s (libkiln_rt %s)\nreads package format %u.0 to %u.%u\n",
+             KILN_VERSION_STRING, lib, major, major, minor);
       return 0;
     } else if (!strcmp(a, "--profile")) {
       profile = 1;
@@ -174,6 +215,8 @@ int main(int argc, char** argv) {
   if (info) {
     printf("load_ms: %.3f\n", load_ms);
     print_info(model);
+    kiln_model_release(model);
+    return 0;
   }
   if (selftest) {
     kiln_selftest_report rep;
@@ -198,6 +241,7 @@ int main(int argc, char** argv) {
   kiln_session_options_init(&so);
   so.num_threads = (size_t)threads;
   so.profile = profile;
+  so.trace = trace_file != NULL;
   kiln_session* session = NULL;
   int rc = 1;
   npy_array arrays[MAX_INPUTS];
@@ -222,8 +266,10 @@ int main(int argc, char** argv) {
     int shape_ok = arr->rank == t.rank;
     for (size_t k = 0; shape_ok && k < t.rank; ++k) shape_ok = arr->shape[k] == t.shape[k];
     if (!shape_ok) {
-      fprintf(stderr, "kiln-run: --input %s: '%s' has a different shape than the model's input\n",
-              in_name[i], in_file[i]);
+      char want[256], got[256];
+      fprintf(stderr, "kiln-run: --input %s: expected %s, got %s (in '%s')\n", in_name[i],
+              dims_text(t.rank, t.shape, want, sizeof want),
+              dims_text(arr->rank, arr->shape, got, sizeof got), in_file[i]);
       goto out;
     }
     if (check(kiln_session_set_input(session, idx, arr->dtype, arr->data, arr->size_bytes),
@@ -248,6 +294,13 @@ int main(int argc, char** argv) {
     printf("latency_ms: min=%.4f median=%.4f\n", times[0], median);
     printf("ready_ms: %.3f\n", ready_ms);
     free(times);
+  }
+  if (trace_file) {
+    char err[512];
+    if (write_trace(trace_file, model, session, (size_t)threads, err, sizeof err)) {
+      fprintf(stderr, "kiln-run: --trace: %s\n", err);
+      goto out;
+    }
   }
   if (profile) {
     size_t nl;

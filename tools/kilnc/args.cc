@@ -5,8 +5,11 @@
 #include <iostream>
 #include <sstream>
 
+#include <llvm/Config/llvm-config.h>
+
 #include "compiler/driver/stages.h"
 #include "compiler/tensor/npy.h"
+#include "schema/kiln_abi.h"
 
 namespace kilnc {
 
@@ -15,13 +18,15 @@ std::string usage() {
   for (const std::string& s : kiln::stage_names()) stages += (stages.empty() ? "" : ", ") + s;
   return "usage: kilnc COMMAND MODEL [options]\n\n"
          "commands:\n"
-         "  plan MODEL          plan the model and print the plan summary\n"
+         "  plan MODEL          plan the model and print the plan summary (--dot OUT.dot: the\n"
+         "                      kernel graph, kernels labelled with the nodes they fuse)\n"
          "  run MODEL           compile in memory (JIT) and run: --input NAME=FILE.npy ... "
          "--output-dir DIR\n"
          "  compile MODEL -o OUT.kiln [--emit KIND]\n"
          "                      write the package (default), or static-lib, llvm-ir, asm,\n"
          "                      object, shared-object\n"
-         "  inspect PACKAGE     describe a package (--json for one JSON object)\n"
+         "  inspect PACKAGE     describe a package (--json for one JSON object; --svg OUT.svg:\n"
+         "                      a picture of the memory plan and the parallel groups)\n"
          "  keygen -o NAME      write an Ed25519 key pair: NAME.key (secret) and NAME.pub\n\n"
          "options:\n"
          "  --shape NAME=D0,D1,...   input shape (repeatable)\n"
@@ -53,7 +58,16 @@ std::string usage() {
          "  --sign NAME.key          compile: sign the package (kiln-run --trust NAME.pub checks "
          "it)\n"
          "  --time-passes            print the wall time of every stage at the end\n"
-         "  --quiet                  no progress lines (printed once a compile runs over 2 s)\n";
+         "  --quiet                  no progress lines (printed once a compile runs over 2 s)\n"
+         "  --version                print kilnc's version and the package formats it handles\n"
+         "  -h, --help               print this text\n";
+}
+
+std::string version() {
+  return std::string("kilnc ") + KILN_VERSION + " (LLVM " LLVM_VERSION_STRING ")\n" +
+         "writes package format " + std::to_string(KILN_ABI_FORMAT_MAJOR) + "." +
+         std::to_string(KILN_ABI_FORMAT_MINOR) + "; inspects format " +
+         std::to_string(KILN_ABI_FORMAT_MAJOR) + ".x\n";
 }
 
 // How kilnc spells each compile option (the library names them in neutral words).
@@ -160,6 +174,10 @@ Args parse_args(int argc, char** argv) {
       a.inputs.push_back(name_value(value("--input"), "--input"));
     } else if (is("--sign")) {
       a.sign_key = value("--sign");
+    } else if (is("--svg")) {
+      a.svg = value("--svg");
+    } else if (is("--dot")) {
+      a.dot = value("--dot");
     } else if (is("--tuning-cache"))
       a.tuning_cache = value("--tuning-cache");
     else if (is("--dump-dir"))
@@ -184,6 +202,9 @@ Args parse_args(int argc, char** argv) {
       c.explain_fusion = true;
     else if (s == "-h" || s == "--help") {
       std::cout << usage();
+      std::exit(0);
+    } else if (s == "--version") {
+      std::cout << version();
       std::exit(0);
     } else if (!s.empty() && s[0] == '-') {
       throw UsageError("unknown option '" + s + "'");
@@ -218,6 +239,8 @@ Args parse_args(int argc, char** argv) {
                                 : kind->second;
   if (a.command == "compile" && a.output.empty()) throw UsageError("compile needs -o OUT");
   if (a.command == "run" && a.output_dir.empty()) throw UsageError("run needs --output-dir DIR");
+  if (!a.svg.empty() && a.command != "inspect") throw UsageError("--svg goes with inspect");
+  if (!a.dot.empty() && a.command != "plan") throw UsageError("--dot goes with plan");
   if (c.embed_selftest && c.emit != kiln::Emit::Package && c.emit != kiln::Emit::StaticLibrary)
     throw UsageError("--embed-selftest goes with compile --emit package or static-lib");
   if (c.embed_package && c.emit != kiln::Emit::StaticLibrary)

@@ -18,6 +18,7 @@ struct UsageError : std::runtime_error {
 
 struct Args {
   std::string command, model, output, emit = "package", output_dir, tuning_cache, sign_key;
+  std::string svg, dot;  // inspect --svg, plan --dot: picture files
   std::string dump_dir = "kiln-dump";
   kiln::CompileOptions compile;
   kiln::TargetOptions target;
@@ -28,6 +29,8 @@ struct Args {
 };
 
 std::string usage();
+// "kilnc 0.1.0 (LLVM 19.1.7)" and the package formats it writes and reads.
+std::string version();
 // Throws UsageError for what the command line itself gets wrong; exits after --help.
 Args parse_args(int argc, char** argv);
 // How kilnc spells a compile option (the library names them in neutral words).

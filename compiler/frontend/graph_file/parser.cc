@@ -210,11 +210,14 @@ class Parser {
     }
     if (out.size() != lhs.size())
       fail(ot, str_cat(op, " gives ", out.size(), " results, ", lhs.size(), " names on the left"));
+    std::vector<const UOp*> results;
     for (size_t i = 0; i < out.size(); ++i) {
       if (tensors_.count(lhs[i].first))
         fail(lhs[i].second, "'" + lhs[i].first + "' is already defined");
       tensors_[lhs[i].first] = out[i];
+      results.push_back(out[i].uop());
     }
+    g_.label_origin(results, lhs[0].first);  // a statement is named by its first result
   }
 
   void arguments(kg::Call& c) {

@@ -414,9 +414,15 @@ void Importer::run(onnx::ModelProto& m) {
     NodeContext ctx(*this, node, opset);
     try {
       std::vector<Tensor> out = it->second(ctx);
+      std::vector<const UOp*> results;
       for (size_t i = 0; i < out.size() && static_cast<int>(i) < node.output_size(); ++i)
-        if (!node.output(static_cast<int>(i)).empty())
+        if (!node.output(static_cast<int>(i)).empty()) {
           values_[node.output(static_cast<int>(i))] = out[i];
+          if (out[i].valid()) results.push_back(out[i].uop());
+        }
+      g_.label_origin(results, !node.name().empty() ? node.name()
+                               : node.output_size() ? node.output(0)
+                                                    : node.op_type());
     } catch (const DependsOnFailure&) {
       // an input comes from a node already reported
     } catch (const Unsupported& e) {

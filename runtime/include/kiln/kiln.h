@@ -36,6 +36,12 @@ extern "C" {
 
 #define KILN_API_VERSION 1
 
+/* The release (CMake reads it from here: one place). */
+#define KILN_VERSION_MAJOR 0
+#define KILN_VERSION_MINOR 1
+#define KILN_VERSION_PATCH 0
+#define KILN_VERSION_STRING "0.1.0"
+
 #if defined(__GNUC__)
 #define KILN_API __attribute__((visibility("default")))
 #else
@@ -56,6 +62,12 @@ typedef enum kiln_status {
   KILN_INTERNAL = 10,
   KILN_SIGNATURE_INVALID = 11 /* not signed by a trusted key, or changed since signing */
 } kiln_status;
+
+/* The library's version ("0.1.0": that of the libkiln_rt actually loaded, which may differ from
+ * the header's KILN_VERSION_STRING) and the package format it reads: major |out_format_major|
+ * exactly, minors up to |out_format_minor| (newer minors only add fields it may ignore). Either
+ * pointer may be NULL. Thread-safe. */
+KILN_API const char* kiln_version(unsigned* out_format_major, unsigned* out_format_minor);
 
 /* "KILN_OK", "KILN_INVALID_ARGUMENT", ... Never NULL. Thread-safe. */
 KILN_API const char* kiln_status_name(kiln_status status);
@@ -185,6 +197,22 @@ KILN_API kiln_status kiln_model_find_output(const kiln_model* model, const char*
 KILN_API kiln_status kiln_model_arena_requirements(const kiln_model* model, size_t* out_size,
                                                    size_t* out_alignment);
 
+/* The launches, in schedule order: a launch runs one kernel on its buffers, split into tasks;
+ * the launches of one parallel group may run at the same time. |label| names the model nodes
+ * the launch computes ("conv1+relu1", fused nodes joined by '+'; the kernel's name for packages
+ * older than format 2.1), valid while the model lives. Errors: KILN_INVALID_ARGUMENT (NULL
+ * pointers, index out of range, struct_size smaller than the first version's). Thread-safe. */
+typedef struct kiln_launch_info {
+  size_t struct_size; /* set by the caller: sizeof(kiln_launch_info) */
+  size_t kernel;      /* kiln_model_kernel_name's index */
+  size_t group;
+  size_t num_tasks;
+  const char* label;
+} kiln_launch_info;
+KILN_API kiln_status kiln_model_launch_count(const kiln_model* model, size_t* out_count);
+KILN_API kiln_status kiln_model_launch_info(const kiln_model* model, size_t index,
+                                            kiln_launch_info* out_info);
+
 /* The number of kernels and the name of kernel |index| (for profiles). Thread-safe. */
 KILN_API kiln_status kiln_model_kernel_count(const kiln_model* model, size_t* out_count);
 KILN_API kiln_status kiln_model_kernel_name(const kiln_model* model, size_t index,
@@ -204,6 +232,8 @@ typedef struct kiln_session_options {
                          kiln_model_arena_requirements' size and alignment, valid until release */
   size_t arena_size;
   int profile; /* nonzero: time every launch (reads the clock around each one) */
+  /* Appended in 0.1 (a smaller struct_size from an older caller means 0): */
+  int trace; /* nonzero: record when each thread ran each launch (kiln_session_trace) */
 } kiln_session_options;
 
 KILN_API void kiln_session_options_init(kiln_session_options* options);
@@ -256,6 +286,22 @@ KILN_API kiln_status kiln_session_launch_count(const kiln_session* session, size
 KILN_API kiln_status kiln_session_launch_profile(const kiln_session* session, size_t index,
                                                  size_t* out_kernel, uint64_t* out_runs,
                                                  double* out_total_ms);
+
+/* Traces (sessions created with trace set; the runs stay concurrent): for the last run, one
+ * event per launch and thread that ran some of its tasks, in launch order then thread order.
+ * |thread| 0 is the caller of kiln_session_run, 1.. the session's workers; times are
+ * milliseconds since that run began, from the first task of the launch the thread started to
+ * the last it finished. Writes at most |capacity| events and sets *|out_count| to how many the
+ * run has (capacity 0 asks for the count; a session that never ran has none). Errors:
+ * KILN_INVALID_ARGUMENT (NULL session or out_count, NULL events with capacity > 0),
+ * KILN_FAILED_PRECONDITION (tracing is off). */
+typedef struct kiln_trace_event {
+  uint32_t launch; /* kiln_model_launch_info's index */
+  uint32_t thread;
+  double start_ms, end_ms;
+} kiln_trace_event;
+KILN_API kiln_status kiln_session_trace(const kiln_session* session, kiln_trace_event* events,
+                                        size_t capacity, size_t* out_count);
 
 /* ------------------------------------------------------------------------------------------ */
 /* On-device self-test: packages compiled with `kilnc --embed-selftest` carry inputs and the
