@@ -37,12 +37,16 @@ std::string shape_of(const flatbuffers::Vector<int64_t>* s) {
 
 }  // namespace
 
-std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
+const fb::Package* verified_package(const std::vector<uint8_t>& bytes) {
   flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 10000000);
   if (bytes.size() < 8 || !fb::PackageBufferHasIdentifier(bytes.data()) ||
       !fb::VerifyPackageBuffer(v))
     throw Error("not a valid kiln package (FlatBuffers verification failed)");
-  const fb::Package* p = fb::GetPackage(bytes.data());
+  return fb::GetPackage(bytes.data());
+}
+
+std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
+  const fb::Package* p = verified_package(bytes);
   SignatureInfo sig = package_signature(bytes);
   uint32_t crc = package_metadata_crc(bytes.data(), bytes.size());
   bool crc_ok = crc == p->metadata_crc32c();
@@ -77,6 +81,9 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
           (json ? json_str(tgt->required_features()->Get(static_cast<flatbuffers::uoffset_t>(i)))
                 : tgt->required_features()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
   if (json) feats += "]";
+  size_t arena_slots = 0;
+  if (p->slots())
+    for (const fb::Slot* sl : *p->slots()) arena_slots += sl->kind() == fb::SlotKind::Arena;
   size_t kernels = p->kernels() ? p->kernels()->size() : 0;
   size_t groups = p->groups() ? p->groups()->size() : 0;
   size_t code = p->code() ? p->code()->size() : 0,
@@ -91,7 +98,7 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
        << ", \"required_features\": " << feats << ", \"inputs\": " << tensors(p->inputs())
        << ", \"outputs\": " << tensors(p->outputs()) << ", \"kernels\": " << kernels
        << ", \"launches\": " << launches << ", \"groups\": " << groups
-       << ", \"arena_bytes\": " << p->arena_size()
+       << ", \"arena_bytes\": " << p->arena_size() << ", \"arena_slots\": " << arena_slots
        << ", \"arena_lower_bound_bytes\": " << p->arena_lower_bound()
        << ", \"constant_bytes\": " << consts << ", \"code_bytes\": " << code
        << ", \"file_bytes\": " << bytes.size()
@@ -114,7 +121,8 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   os << "required CPU features: " << feats << "\n";
   os << "inputs:\n" << tensors(p->inputs()) << "outputs:\n" << tensors(p->outputs());
   os << "kernels: " << kernels << ", launches: " << launches << ", groups: " << groups << "\n";
-  os << "arena: " << p->arena_size() << " bytes (lower bound " << p->arena_lower_bound() << ")\n";
+  os << "arena: " << p->arena_size() << " bytes (lower bound " << p->arena_lower_bound() << "), "
+     << arena_slots << " slots\n";
   os << "constants: " << consts << " bytes, code: " << code << " bytes, file: " << bytes.size()
      << " bytes\n";
   os << "metadata checksum: " << (crc_ok ? "ok" : "MISMATCH") << "\n";

@@ -11,8 +11,10 @@
 #include "compiler/driver/compile.h"
 #include "compiler/jit/jit.h"
 #include "compiler/opt/tuning_cache.h"
+#include "compiler/package/package_picture.h"
 #include "compiler/package/package_reader.h"
 #include "compiler/package/package_signing.h"
+#include "compiler/schedule/plan_dot.h"
 #include "compiler/support/error.h"
 #include "compiler/support/file.h"
 #include "compiler/tensor/npy.h"
@@ -61,7 +63,13 @@ int keygen(const Args& a) {
 int run(Args& a) {
   if (a.command == "keygen") return keygen(a);
   if (a.command == "inspect") {
-    std::cout << kiln::describe_package(kiln::read_file(a.model), a.json) << (a.json ? "\n" : "");
+    std::vector<uint8_t> bytes = kiln::read_file(a.model);
+    std::cout << kiln::describe_package(bytes, a.json) << (a.json ? "\n" : "");
+    if (!a.svg.empty()) {
+      std::string svg =
+          kiln::package_picture_svg(bytes, std::filesystem::path(a.model).filename().string());
+      kiln::write_file(a.svg, svg);
+    }
     return 0;
   }
   kiln::CompileOptions& c = a.compile;
@@ -107,6 +115,11 @@ int run(Args& a) {
   switch (c.emit) {
     case kiln::Emit::Plan:
       std::cout << kiln::plan_summary(art.plan, a.json) << (a.json ? "\n" : "");
+      if (!a.dot.empty()) {
+        std::string dot =
+            kiln::plan_dot(art.plan, std::filesystem::path(a.model).filename().string());
+        kiln::write_file(a.dot, dot);
+      }
       break;
     case kiln::Emit::Jit: {
       auto outputs = art.jit->run(*art.graph, c.inputs);

@@ -16,6 +16,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # model export, reference outputs, conformance data
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-sklearn
+  # the Python module's tests; Graphviz renders `kilnc plan --dot` (tests and docs pictures)
+  python3-pytest graphviz
   # edge: AArch64 cross toolchain and user-mode emulation
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   # benchmarks: ONNX Runtime through node (npm comes with nodejs builds that bundle it; the
