@@ -88,8 +88,8 @@ Tensor Tensor::reshape(const Shape& new_shape) const {
       infer = static_cast<int>(i);
     } else if (s[i] < 0) {
       throw Error("reshape: negative dimension in " + shape_str(new_shape));
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known) || known > (int64_t{1} << 56)) {
+      throw Error("reshape: " + shape_str(new_shape) + " has more than 2^56 elements");
     }
   }
   if (infer >= 0) {

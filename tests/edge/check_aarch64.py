@@ -63,6 +63,24 @@ def footprint(build, work):
     return ok
 
 
+def install_layout(build, work):
+    """The cross build installs the layout of tests/install/layout.txt, less the compiler."""
+    prefix = os.path.join(work, "install")
+    shutil.rmtree(prefix, ignore_errors=True)
+    run(["cmake", "--install", build, "--prefix", prefix])
+    got = sorted(os.path.relpath(os.path.join(d, f), prefix)
+                 for d, _, files in os.walk(prefix) for f in files)
+    with open(os.path.join(TOP, "tests/install/layout.txt")) as f:
+        want = sorted(line.split()[0] for line in f
+                      if line.strip() and not line.startswith("#") and "compiler" not in line.split()[1:])
+    machine = run(["readelf", "-h", os.path.join(prefix, "lib/libkiln_rt.so")])
+    version = run(QEMU + [os.path.join(prefix, "bin/kiln-run"), "--version"])
+    ok = got == want and "AArch64" in machine and version.startswith("kiln-run ")
+    print(f"aarch64 install tree: {len(got)} files, {'the layout' if got == want else f'not the layout: {sorted(set(got) ^ set(want))}'}"
+          f", installed kiln-run runs: {'ok' if ok else 'FAILED'}")
+    return ok
+
+
 def compare(name, x86, arm):
     a, b = np.load(arm), np.load(x86)
     rel = float(np.abs(a - b).max() / max(float(np.abs(b).max()), 1e-30)) if a.shape == b.shape else float("inf")
@@ -76,7 +94,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     build = cross_build(work)
     kiln_run_arm = QEMU + [os.path.join(build, "tools/kiln-run/kiln-run")]
-    results = [footprint(build, work)]
+    results = [footprint(build, work), install_layout(build, work)]
 
     # The digits sample, per CPU, and its logits against x86-64.
     digits = os.path.join(TOP, "samples/digits")

@@ -69,6 +69,9 @@ TEST(GraphFile, ErrorsNameFileLineColumnAndWhatWasExpected) {
   EXPECT_EQ(parse_error("weight w: float32[16222222222, 3] = random(seed=1)\n"),
             "m.kg:1:37: random: weight 'w' float32(16222222222,3) is over 1 GiB: random() builds "
             "at most 1 GiB (store larger weights with npy(\"file.npy\"))");
+  EXPECT_EQ(
+      parse_error("input x: float32[2]\ny = reshape(x, shape=[4294967296, 4294967296, -1])\n"),
+      "m.kg:2:5: reshape: reshape: (4294967296,4294967296,-1) has more than 2^56 elements");
   EXPECT_EQ(parse_error("input x: float32[4294967296, 4294967296]\ny = exp(x)\noutput y\n"),
             "m.kg:1:10: shape (4294967296,4294967296) has more than 2^56 elements");
 }

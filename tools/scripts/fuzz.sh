@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A longer fuzzing campaign than the suite's 60 s per target: tools/scripts/fuzz.sh HOURS
 # (default 1) splits HOURS over the three libFuzzer targets (package, onnx, graph_file), run one
-# after another with the corpora the suite uses (they keep growing in build/tests/fuzz_corpus).
+# after another with random seeds and corpora that keep growing in build/fuzz_campaign (the
+# suite's own runs use a fixed seed and start from the seeds each time).
 # Findings are written to build/tests/fuzz-findings/. Needs the main build (tools/scripts/test.sh),
 # which builds the targets in build/fuzz when clang-19 is installed.
 set -euo pipefail
@@ -19,7 +20,7 @@ for target in package onnx graph_file; do
     onnx) seeds="$top/tests/fuzz/onnx" ;;
     graph_file) seeds="$top/tests/fuzz/kg" ;;
   esac
-  corpus="$build/tests/fuzz_corpus/$target"
+  corpus="$build/fuzz_campaign/$target"
   mkdir -p "$corpus"
   echo "== fuzz_$target for ${seconds} s"
   ASAN_OPTIONS=allocator_may_return_null=1 KILN_FUZZ_KNOWN_CODE="$build/tests/packages" \
