@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The command lines as users meet them: --help and --version on both tools, `kiln-run --info`
-running nothing, a wrong input shape naming both shapes, and `kiln-run --trace` writing a Chrome
-trace whose events cover every launch, in schedule order.
+running nothing, a wrong input shape naming both shapes, `--profile` naming launches by model
+nodes, and `kiln-run --trace` writing a Chrome trace whose events cover every launch, in
+schedule order.
 
 usage: cli_manners.py KILNC KILN_RUN MODEL.kg WORKDIR
 """
@@ -61,6 +62,9 @@ def main():
     r = run([kiln_run, pkg, "--input", f"image={img}", "--threads", "2", "--repeat", "3",
              "--trace", trace])
     check(r.returncode == 0, f"kiln-run --trace runs ({r.stderr.strip()})")
+    r = run([kiln_run, pkg, "--input", f"image={img}", "--repeat", "2", "--profile"])
+    check(r.returncode == 0 and "c1+r1+p1" in r.stdout and "total_ms:" in r.stdout,
+          "--profile names each launch by the model nodes it computes")
     info = run([kiln_run, pkg, "--info"]).stdout
     labels = {}
     for line in info.splitlines():  # "launch 3: group 3, k6 x 1 tasks: p1+c2"

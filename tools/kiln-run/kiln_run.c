@@ -304,18 +304,32 @@ int main(int argc, char** argv) {
   }
   if (profile) {
     size_t nl;
+    double total = 0;
     kiln_session_launch_count(session, &nl);
-    printf("%-6s %-10s %8s %12s\n", "launch", "kernel", "runs", "mean_ms");
     for (size_t l = 0; l < nl; ++l) {
       size_t k;
       uint64_t runs;
       double ms;
-      const char* name;
+      kiln_session_launch_profile(session, l, &k, &runs, &ms);
+      total += runs ? ms / (double)runs : 0.0;
+    }
+    printf("%-6s %-5s %-8s %5s %10s %6s  %s\n", "launch", "group", "kernel", "tasks", "mean_ms",
+           "%", "computes");
+    for (size_t l = 0; l < nl; ++l) {
+      size_t k;
+      uint64_t runs;
+      double ms;
+      const char* name = "?";
+      kiln_launch_info li;
+      li.struct_size = sizeof li;
       kiln_session_launch_profile(session, l, &k, &runs, &ms);
       kiln_model_kernel_name(model, k, &name);
-      printf("%-6zu %-10s %8llu %12.4f\n", l, name, (unsigned long long)runs,
-             runs ? ms / (double)runs : 0.0);
+      kiln_model_launch_info(model, l, &li);
+      double mean = runs ? ms / (double)runs : 0.0;
+      printf("%-6zu %-5zu %-8s %5zu %10.4f %6.2f  %s\n", l, li.group, name, li.num_tasks, mean,
+             total > 0 ? 100.0 * mean / total : 0.0, li.label);
     }
+    printf("total_ms: %.4f (launches one at a time)\n", total);
   }
   if (out_dir) {
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
