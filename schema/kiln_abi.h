@@ -33,7 +33,7 @@ extern "C" {
 /* ---- package format version (Provenance.format_major / format_minor) ---- */
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
-#define KILN_ABI_FORMAT_MINOR 1u /* 1: launch labels */
+#define KILN_ABI_FORMAT_MINOR 2u /* 1: launch labels; 2: kernel variants per CPU */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
@@ -87,9 +87,10 @@ enum {
 
 /* Bytes per element, indexed by dtype; and the names kiln.h and the compiler print. */
 #define KILN_ABI_DTYPE_SIZES {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8}
-#define KILN_ABI_DTYPE_NAMES                                                 \
-  {"bool",   "int8",   "int16",   "int32",    "int64",   "uint8",  "uint16", \
-   "uint32", "uint64", "float16", "bfloat16", "float32", "float64"}
+/* The dtypes' names, in number order, as one NUL-separated string (the runtime's table). */
+#define KILN_ABI_DTYPE_NAME_STRING                                                               \
+  "bool\0int8\0int16\0int32\0int64\0uint8\0uint16\0uint32\0uint64\0float16\0bfloat16\0float32\0" \
+  "float64\0"
 
 /* ---- slot kinds (kiln.fbs SlotKind) ---- */
 
@@ -166,6 +167,7 @@ enum {
   KILN_ABI_PACKAGE_SELFTEST,
   KILN_ABI_PACKAGE_STATIC_KERNELS_ID,
   KILN_ABI_PACKAGE_SIGNATURE,
+  KILN_ABI_PACKAGE_VARIANTS,
   KILN_ABI_PACKAGE_FIELD_COUNT
 };
 enum {
@@ -254,6 +256,7 @@ enum {
 #define KILN_ABI_MAX_LAUNCH_ARGS (1u << 26) /* over all launches */
 #define KILN_ABI_MAX_TASKS (1u << 20)       /* per launch */
 #define KILN_ABI_MAX_FEATURES 64u
+#define KILN_ABI_MAX_VARIANTS 16u /* the package itself and 15 more */
 
 /* The byte offset of field |index| in a FlatBuffers vtable (flatc's VT_ constants). */
 #define KILN_ABI_VTABLE_OFFSET(index) (4 + 2 * (index))

@@ -92,6 +92,34 @@ void run_stages(Artifacts& a, const std::string& model_path, const CompileOption
 
 Artifacts compile(const std::string& model_path, const CompileOptions& o) {
   Artifacts a;
+  if (!o.variant_targets.empty()) {
+    if (o.emit != Emit::Package)
+      throw OptionError(Option::Cpu, std::string("several CPUs make a package of variants, not ") +
+                                         emit_name(o.emit) + " (pass one CPU)");
+    const TargetInfo& first = o.target ? *o.target : TargetInfo::host();
+    std::set<std::string> cpus = {first.cpu()};
+    for (const TargetInfo* t : o.variant_targets) {
+      if (t->triple() != first.triple())
+        throw OptionError(Option::Cpu, "the variants of a package share one target: " + t->cpu() +
+                                           " is " + t->triple() + ", " + first.cpu() + " is " +
+                                           first.triple());
+      if (!cpus.insert(t->cpu()).second)
+        throw OptionError(Option::Cpu, "CPU " + t->cpu() + " is listed twice");
+    }
+    // Variants 1.. through link, each for its own target; variant 0 is this compile.
+    for (size_t i = 0; i < o.variant_targets.size(); ++i) {
+      CompileOptions vo = o;
+      vo.target = o.variant_targets[i];
+      vo.variant_targets.clear();
+      vo.emit = Emit::SharedObject;
+      vo.embed_selftest = false;
+      if (o.times)
+        o.times->starting("variant", std::to_string(i + 2) + " of " +
+                                         std::to_string(o.variant_targets.size() + 1) + ", " +
+                                         vo.target->cpu());
+      a.variants.push_back(compile(model_path, vo));
+    }
+  }
   a.owned_graph = std::make_unique<Graph>();
   a.graph = a.owned_graph.get();
   run_stages(a, model_path, o);
@@ -99,6 +127,8 @@ Artifacts compile(const std::string& model_path, const CompileOptions& o) {
 }
 
 Artifacts compile(Graph& g, const CompileOptions& o) {
+  if (!o.variant_targets.empty())
+    throw OptionError(Option::Cpu, "variants are compiled from a model file");
   Artifacts a;
   a.graph = &g;
   run_stages(a, "", o);

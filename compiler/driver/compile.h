@@ -51,7 +51,12 @@ struct CompileOptions {
   Emit emit = Emit::Package;
   ModelOptions model;                  // input shapes, dim parameters, frozen inputs
   const TargetInfo* target = nullptr;  // nullptr: the host
-  TuningOptions tuning;                // opt level, beam search, tuning cache (timer: the JIT's)
+  // More kernel variants in the package (Emit::Package, compile(path) only): the model is compiled
+  // for each of these targets too, each planned and optimized for its own TargetInfo, and the
+  // package holds them all after `target`'s, in this order (the runtime runs the last one the CPU
+  // can: list them from the most portable to the most capable).
+  std::vector<const TargetInfo*> variant_targets;
+  TuningOptions tuning;  // opt level, beam search, tuning cache (timer: the JIT's)
   // Values for model inputs, by name, checked against the model right after import. Emit::Jit
   // runs them and wants every input; the self-test uses them and fills the rest with seeded
   // random values (floats in [-1, 1], integers and booleans 0).
@@ -105,6 +110,8 @@ struct Artifacts {
   std::vector<uint8_t> archive;
   std::string header;
   std::unique_ptr<JitProgram> jit;  // Emit::Jit
+  // CompileOptions::variant_targets' compiles (through link), in order.
+  std::vector<Artifacts> variants;
 
   // Between stages: the LLVM module of llvm_ir and llvm_opt.
   std::unique_ptr<llvm::LLVMContext> llvm_context;

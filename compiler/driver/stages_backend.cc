@@ -210,9 +210,13 @@ void package_run(Compilation& c) {
   if (c.options.embed_selftest) selftest = make_selftest(c);
   bool is_static = c.options.emit == Emit::StaticLibrary;
   PackageProvenance prov{c.options.provenance_flags, c.a.model_sha256};
-  c.a.package =
-      write_package(c.a.plan, *c.a.graph, c.a.shared_object, c.target, prov,
-                    selftest ? &*selftest : nullptr, c.a.static_id, c.options.signing_key);
+  std::vector<PackageVariant> variants = {{&c.a.plan, c.a.graph, &c.a.shared_object, &c.target}};
+  for (size_t i = 0; i < c.a.variants.size(); ++i) {
+    const Artifacts& v = c.a.variants[i];
+    variants.push_back({&v.plan, v.graph, &v.shared_object, c.options.variant_targets.at(i)});
+  }
+  c.a.package = write_package(variants, prov, selftest ? &*selftest : nullptr, c.a.static_id,
+                              c.options.signing_key);
   if (!is_static) return;
   std::string package_file = std::filesystem::path(c.a.static_prefix + ".kiln").filename().string();
   if (c.options.embed_package)

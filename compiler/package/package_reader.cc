@@ -1,5 +1,6 @@
 #include "compiler/package/package_reader.h"
 
+#include <map>
 #include <sstream>
 
 #include "compiler/package/package_signing.h"
@@ -33,6 +34,55 @@ std::string shape_of(const flatbuffers::Vector<int64_t>* s) {
     for (size_t i = 0; i < s->size(); ++i)
       r += (i ? "," : "") + std::to_string(s->Get(static_cast<flatbuffers::uoffset_t>(i)));
   return r + "]";
+}
+
+// What `inspect` says of one variant (the package's own, or one of its `variants`: both tables
+// have these fields).
+struct VariantFacts {
+  std::string cpu;
+  std::vector<std::string> features;
+  size_t kernels = 0, launches = 0, groups = 0, arena_slots = 0, code = 0;
+  uint64_t arena = 0, lower_bound = 0;
+  std::map<uint64_t, uint64_t> weights;  // offset in the constants -> bytes
+  uint64_t weight_bytes = 0, shared_bytes = 0;
+};
+
+template <typename T>
+VariantFacts facts_of(const T* v) {
+  VariantFacts f;
+  if (v->target() && v->target()->cpu()) f.cpu = v->target()->cpu()->str();
+  if (v->target() && v->target()->required_features())
+    for (const flatbuffers::String* s : *v->target()->required_features())
+      f.features.push_back(s->str());
+  f.kernels = v->kernels() ? v->kernels()->size() : 0;
+  f.groups = v->groups() ? v->groups()->size() : 0;
+  if (v->groups())
+    for (const fb::Group* g : *v->groups()) f.launches += g->launches() ? g->launches()->size() : 0;
+  if (v->slots())
+    for (const fb::Slot* sl : *v->slots()) {
+      f.arena_slots += sl->kind() == fb::SlotKind::Arena;
+      if (sl->kind() == fb::SlotKind::Constant) f.weights[sl->offset()] = sl->size();
+    }
+  for (const auto& [off, size] : f.weights) f.weight_bytes += size;
+  f.code = v->code() ? v->code()->size() : 0;
+  f.arena = v->arena_size();
+  f.lower_bound = v->arena_lower_bound();
+  return f;
+}
+
+// Every variant's facts, with the weight bytes each shares with another variant.
+std::vector<VariantFacts> variant_facts(const fb::Package* p) {
+  std::vector<VariantFacts> all = {facts_of(p)};
+  if (p->variants())
+    for (const fb::Variant* v : *p->variants()) all.push_back(facts_of(v));
+  for (size_t i = 0; i < all.size(); ++i)
+    for (const auto& [off, size] : all[i].weights)
+      for (size_t j = 0; j < all.size(); ++j)
+        if (j != i && all[j].weights.count(off)) {
+          all[i].shared_bytes += size;
+          break;
+        }
+  return all;
 }
 
 }  // namespace
@@ -88,6 +138,24 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   size_t groups = p->groups() ? p->groups()->size() : 0;
   size_t code = p->code() ? p->code()->size() : 0,
          consts = p->constants() ? p->constants()->size() : 0;
+  std::vector<VariantFacts> variants = variant_facts(p);
+  auto variants_json = [&] {
+    std::string r = "[";
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const VariantFacts& v = variants[i];
+      std::string fs;
+      for (const std::string& f : v.features) fs += (fs.empty() ? "\"" : ", \"") + f + "\"";
+      r += std::string(i ? ", " : "") + "{\"cpu\": \"" + v.cpu + "\", \"required_features\": [" +
+           fs + "], \"kernels\": " + std::to_string(v.kernels) +
+           ", \"launches\": " + std::to_string(v.launches) +
+           ", \"groups\": " + std::to_string(v.groups) +
+           ", \"arena_bytes\": " + std::to_string(v.arena) +
+           ", \"code_bytes\": " + std::to_string(v.code) +
+           ", \"weight_bytes\": " + std::to_string(v.weight_bytes) +
+           ", \"shared_weight_bytes\": " + std::to_string(v.shared_bytes) + "}";
+    }
+    return r + "]";
+  };
   if (json) {
     os << "{\"format\": \"" << (prov ? prov->format_major() : 0) << "."
        << (prov ? prov->format_minor() : 0)
@@ -101,7 +169,7 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
        << ", \"arena_bytes\": " << p->arena_size() << ", \"arena_slots\": " << arena_slots
        << ", \"arena_lower_bound_bytes\": " << p->arena_lower_bound()
        << ", \"constant_bytes\": " << consts << ", \"code_bytes\": " << code
-       << ", \"file_bytes\": " << bytes.size()
+       << ", \"variants\": " << variants_json() << ", \"file_bytes\": " << bytes.size()
        << ", \"metadata_checksum_ok\": " << (crc_ok ? "true" : "false")
        << ", \"selftest\": " << (p->selftest() ? "true" : "false")
        << ", \"signed_by\": " << (sig.signer.empty() ? "null" : "\"" + sig.signer + "\"")
@@ -125,6 +193,18 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
      << arena_slots << " slots\n";
   os << "constants: " << consts << " bytes, code: " << code << " bytes, file: " << bytes.size()
      << " bytes\n";
+  if (variants.size() > 1) {
+    os << "variants: " << variants.size()
+       << " (this CPU runs the last one whose features it has; kiln-run --variant CPU picks one)\n";
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const VariantFacts& v = variants[i];
+      os << "  " << i + 1 << " " << v.cpu << ": " << v.kernels << " kernels, " << v.launches
+         << " launches, " << v.groups << " groups, arena " << v.arena << " bytes, code " << v.code
+         << " bytes, weights " << v.weight_bytes << " bytes (" << v.shared_bytes
+         << " shared with another variant, " << v.weight_bytes - v.shared_bytes
+         << " its own); requires " << v.features.size() << " CPU features\n";
+    }
+  }
   os << "metadata checksum: " << (crc_ok ? "ok" : "MISMATCH") << "\n";
   if (p->selftest())
     os << "self-test: embedded (tolerance " << p->selftest()->tolerance()

@@ -1,8 +1,11 @@
 #include "compiler/package/package_writer.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
+#include <string_view>
+#include <tuple>
 
 #include "compiler/package/package_signing.h"
 #include "compiler/support/error.h"
@@ -75,26 +78,51 @@ uint32_t package_metadata_crc(const uint8_t* buf, size_t size) {
   return crc;
 }
 
-std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
-                                   const std::vector<uint8_t>& shared_object, const TargetInfo& t,
-                                   const PackageProvenance& prov, const SelfTestData* selftest,
-                                   uint32_t static_kernels_id, const SigningKey* signing_key) {
-  KILN_CHECK(static_kernels_id == 0 || shared_object.empty(),
-             "a static-library package carries no shared object");
-  flatbuffers::FlatBufferBuilder fbb(1 << 20);
-  fbb.ForceDefaults(true);  // every scalar present, so that the checksum field can be patched
+namespace {
 
-  // Constants: the weights the plan reads, each 64-byte aligned, in buffer order.
-  std::vector<uint8_t> constants;
-  std::map<int, int64_t> const_offset;
-  for (const PlanBuffer& b : plan.buffers) {
-    if (b.kind != BufferKind::Weight) continue;
-    const NDArray& w = g.weight(b.weight_id);
-    int64_t off = align_up(static_cast<int64_t>(constants.size()), 64);
-    constants.resize(static_cast<size_t>(off), 0);
-    constants.insert(constants.end(), w.bytes().begin(), w.bytes().end());
-    const_offset[b.id] = off;
+// The weights of every variant, each distinct tensor once (variant 0's in buffer order, so a
+// one-variant package is laid out as before variants existed), 64-byte aligned.
+class ConstantPool {
+ public:
+  // The offset of `bytes` in the pool; `share`: reuse an equal tensor written before.
+  int64_t add(const std::vector<uint8_t>& bytes, bool share) {
+    std::string_view key(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    size_t h = std::hash<std::string_view>{}(key);
+    if (share) {
+      auto [lo, hi] = by_hash_.equal_range(h);
+      for (auto it = lo; it != hi; ++it)
+        if (std::equal(bytes.begin(), bytes.end(), data_.begin() + it->second)) return it->second;
+    }
+    int64_t off = align_up(static_cast<int64_t>(data_.size()), 64);
+    data_.resize(static_cast<size_t>(off), 0);
+    data_.insert(data_.end(), bytes.begin(), bytes.end());
+    by_hash_.emplace(h, off);
+    return off;
   }
+  const std::vector<uint8_t>& bytes() const { return data_; }
+
+ private:
+  std::vector<uint8_t> data_;
+  std::multimap<size_t, int64_t> by_hash_;
+};
+
+// A variant's tables, built before the table that holds them.
+struct VariantTables {
+  flatbuffers::Offset<fb::Target> target;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>>> inputs, outputs;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Kernel>>> kernels;
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> code;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Slot>>> slots;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Group>>> groups;
+  uint64_t arena_size, arena_lower_bound;
+  uint32_t arena_alignment;
+};
+
+VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVariant& v,
+                            ConstantPool& pool, bool share_constants) {
+  const Plan& plan = *v.plan;
+  const Graph& g = *v.graph;
+  VariantTables out;
 
   // Slots: one per plan buffer, in buffer order.
   std::map<int, const MemorySlot*> arena;
@@ -119,7 +147,7 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
       }
       case BufferKind::Weight:
         kind = fb::SlotKind::Constant;
-        offset = static_cast<uint64_t>(const_offset.at(b.id));
+        offset = static_cast<uint64_t>(pool.add(g.weight(b.weight_id).bytes(), share_constants));
         break;
       case BufferKind::Input:
         kind = fb::SlotKind::Input;
@@ -133,18 +161,19 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
     slots.push_back(fb::CreateSlot(fbb, kind, index, offset, static_cast<uint64_t>(b.bytes()),
                                    first, last, to_fb(b.dtype), static_cast<uint64_t>(b.numel())));
   }
+  out.slots = fbb.CreateVector(slots);
 
   auto tensor_infos = [&](const std::vector<int>& ids) {
-    std::vector<flatbuffers::Offset<fb::TensorInfo>> v;
+    std::vector<flatbuffers::Offset<fb::TensorInfo>> t;
     for (int id : ids) {
       const PlanBuffer& b = plan.buffer(id);
-      v.push_back(fb::CreateTensorInfoDirect(fbb, b.name.c_str(), to_fb(b.dtype), &b.shape,
+      t.push_back(fb::CreateTensorInfoDirect(fbb, b.name.c_str(), to_fb(b.dtype), &b.shape,
                                              static_cast<uint32_t>(id)));
     }
-    return v;
+    return fbb.CreateVector(t);
   };
-  auto inputs = tensor_infos(plan.inputs);
-  auto outputs = tensor_infos(plan.outputs);
+  out.inputs = tensor_infos(plan.inputs);
+  out.outputs = tensor_infos(plan.outputs);
 
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   for (size_t i = 0; i < plan.programs.size(); ++i) {
@@ -161,6 +190,7 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
         fbb.CreateVector(reinterpret_cast<const fb::DType*>(dts.data()), dts.size()),
         fbb.CreateVectorOfStructs(extents)));
   }
+  out.kernels = fbb.CreateVector(kernels);
 
   std::vector<flatbuffers::Offset<fb::Group>> groups;
   for (const auto& grp : plan.groups) {
@@ -175,20 +205,94 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
     }
     groups.push_back(fb::CreateGroupDirect(fbb, &launches));
   }
+  out.groups = fbb.CreateVector(groups);
+
+  const TargetInfo& t = *v.target;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> feats;
+  for (const auto& f : t.required_features()) feats.push_back(fbb.CreateString(f));
+  out.target = fb::CreateTarget(fbb, fbb.CreateString(t.triple()), fbb.CreateString(t.cpu()),
+                                fbb.CreateVector(feats));
+  fbb.ForceVectorAlignment(v.shared_object->size(), 1, 64);
+  out.code = fbb.CreateVector(*v.shared_object);
+  out.arena_size = static_cast<uint64_t>(plan.memory.arena_bytes);
+  out.arena_alignment = static_cast<uint32_t>(plan.memory.alignment);
+  out.arena_lower_bound = static_cast<uint64_t>(plan.memory.lower_bound_bytes);
+  return out;
+}
+
+// Every variant reads and writes the same tensors: the runtime gives sessions one interface.
+void check_same_interface(const std::vector<PackageVariant>& variants) {
+  const Plan& first = *variants[0].plan;
+  auto interface = [](const Plan& p, const std::vector<int>& ids) {
+    std::vector<std::tuple<std::string, std::string, Shape>> t;
+    for (int id : ids) {
+      const PlanBuffer& b = p.buffer(id);
+      t.emplace_back(b.name, b.dtype.str(), b.shape);
+    }
+    return t;
+  };
+  for (const PackageVariant& v : variants) {
+    KILN_CHECK(interface(*v.plan, v.plan->inputs) == interface(first, first.inputs) &&
+                   interface(*v.plan, v.plan->outputs) == interface(first, first.outputs),
+               "the variant for ", v.target->cpu(),
+               " has other inputs or outputs than the one for ", variants[0].target->cpu());
+    KILN_CHECK(v.target->triple() == variants[0].target->triple(),
+               "the variants of a package share one target triple");
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
+                                   const std::vector<uint8_t>& shared_object, const TargetInfo& t,
+                                   const PackageProvenance& prov, const SelfTestData* selftest,
+                                   uint32_t static_kernels_id, const SigningKey* signing_key) {
+  return write_package({PackageVariant{&plan, &g, &shared_object, &t}}, prov, selftest,
+                       static_kernels_id, signing_key);
+}
+
+std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
+                                   const PackageProvenance& prov, const SelfTestData* selftest,
+                                   uint32_t static_kernels_id, const SigningKey* signing_key) {
+  KILN_CHECK(!variants.empty(), "a package needs a variant");
+  KILN_CHECK(variants.size() <= KILN_ABI_MAX_VARIANTS, "a package holds at most ",
+             KILN_ABI_MAX_VARIANTS, " variants, not ", variants.size());
+  KILN_CHECK(static_kernels_id == 0 || (variants.size() == 1 && variants[0].shared_object->empty()),
+             "a static-library package has one variant and carries no shared object");
+  check_same_interface(variants);
+  const Plan& plan = *variants[0].plan;
+  const std::vector<uint8_t>& shared_object = *variants[0].shared_object;
+  flatbuffers::FlatBufferBuilder fbb(1 << 20);
+  fbb.ForceDefaults(true);  // every scalar present, so that the checksum field can be patched
+
+  ConstantPool pool;
+  std::vector<VariantTables> built;
+  for (size_t i = 0; i < variants.size(); ++i)
+    built.push_back(build_variant(fbb, variants[i], pool, i > 0));
+  std::vector<flatbuffers::Offset<fb::Variant>> more;
+  for (size_t i = 1; i < built.size(); ++i) {
+    const VariantTables& v = built[i];
+    fb::VariantBuilder vb(fbb);
+    vb.add_target(v.target);
+    vb.add_inputs(v.inputs);
+    vb.add_outputs(v.outputs);
+    vb.add_kernels(v.kernels);
+    vb.add_code(v.code);
+    vb.add_slots(v.slots);
+    vb.add_arena_size(v.arena_size);
+    vb.add_arena_alignment(v.arena_alignment);
+    vb.add_arena_lower_bound(v.arena_lower_bound);
+    vb.add_groups(v.groups);
+    more.push_back(vb.Finish());
+  }
+  const VariantTables& v0 = built[0];
+  const std::vector<uint8_t>& constants = pool.bytes();
 
   std::vector<flatbuffers::Offset<flatbuffers::String>> flags;
   for (const auto& f : prov.flags) flags.push_back(fbb.CreateString(f));
   auto provenance = fb::CreateProvenance(fbb, KILN_ABI_FORMAT_MAJOR, KILN_ABI_FORMAT_MINOR,
                                          fbb.CreateString(kProducer), fbb.CreateVector(flags),
                                          fbb.CreateString(prov.model_sha256));
-  std::vector<std::string> feats = t.required_features();
-  std::vector<flatbuffers::Offset<flatbuffers::String>> feat_offsets;
-  for (const auto& f : feats) feat_offsets.push_back(fbb.CreateString(f));
-  auto target = fb::CreateTarget(fbb, fbb.CreateString(t.triple()), fbb.CreateString(t.cpu()),
-                                 fbb.CreateVector(feat_offsets));
-
-  fbb.ForceVectorAlignment(shared_object.size(), 1, 64);
-  auto code_vec = fbb.CreateVector(shared_object);
   fbb.ForceVectorAlignment(constants.size(), 1, 64);
   auto const_vec = fbb.CreateVector(constants);
   std::vector<flatbuffers::Offset<fb::Section>> sections = {
@@ -226,12 +330,11 @@ std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
         fbb, fbb.CreateVector(signing_key->public_key.data(), signing_key->public_key.size()),
         fbb.CreateVector(zeros));
   }
-  auto pkg = fb::CreatePackage(
-      fbb, provenance, target, fbb.CreateVector(inputs), fbb.CreateVector(outputs),
-      fbb.CreateVector(kernels), code_vec, const_vec, fbb.CreateVector(slots),
-      static_cast<uint64_t>(plan.memory.arena_bytes), static_cast<uint32_t>(plan.memory.alignment),
-      static_cast<uint64_t>(plan.memory.lower_bound_bytes), fbb.CreateVector(groups),
-      fbb.CreateVector(sections), 0, selftest_table, static_kernels_id, signature);
+  auto pkg = fb::CreatePackage(fbb, provenance, v0.target, v0.inputs, v0.outputs, v0.kernels,
+                               v0.code, const_vec, v0.slots, v0.arena_size, v0.arena_alignment,
+                               v0.arena_lower_bound, v0.groups, fbb.CreateVector(sections), 0,
+                               selftest_table, static_kernels_id, signature,
+                               more.empty() ? 0 : fbb.CreateVector(more));
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (signing_key) {

@@ -29,10 +29,27 @@ struct SelfTestData {
   float tolerance = 1e-4f;
 };
 
-// The package for `plan` (its launches carry the task counts the optimize stage chose; program i
-// is entry i of the kernels' entry table) with `shared_object` holding the kernels, or with no
-// code and `static_kernels_id` for a static library. The target's required features
+// One target's half of a package: the plan (its weights in `graph`; its launches carry the task
+// counts the optimize stage chose; program i is entry i of the kernels' entry table), the kernels'
+// shared object (empty for a static library) and the target, whose required features
 // (TargetInfo::required_features) are what the runtime checks at load.
+struct PackageVariant {
+  const Plan* plan;
+  const Graph* graph;
+  const std::vector<uint8_t>* shared_object;
+  const TargetInfo* target;
+};
+
+// The package of `variants` (format 2.2 when there are several: variant 0 is the package's own,
+// the others are its `variants`, in order). The weights are stored once per distinct tensor
+// across variants; every variant must have the same inputs and outputs. A static library
+// (static_kernels_id != 0) has one variant and no shared object.
+std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
+                                   const PackageProvenance& prov,
+                                   const SelfTestData* selftest = nullptr,
+                                   uint32_t static_kernels_id = 0,
+                                   const SigningKey* signing_key = nullptr);
+// The package of one variant.
 std::vector<uint8_t> write_package(const Plan& plan, const Graph& g,
                                    const std::vector<uint8_t>& shared_object, const TargetInfo& t,
                                    const PackageProvenance& prov,

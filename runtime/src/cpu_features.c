@@ -5,11 +5,18 @@
 
 #include "internal.h"
 
+/* The row of feature |name| in a name string as kFeatureNames, or -1. */
+static inline int feature_row(const char* names, const char* name) {
+  int i = 0;
+  for (const char* p = names; *p; p += strlen(p) + 1, ++i)
+    if (!strcmp(p, name)) return i;
+  return -1;
+}
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 
 typedef struct {
-  const char* name;
   uint32_t leaf;
   uint8_t subleaf;
   uint8_t reg; /* 0 eax, 1 ebx, 2 ecx, 3 edx */
@@ -17,9 +24,14 @@ typedef struct {
   uint8_t state; /* 0 none, 1 AVX state (XCR0 bits 1,2), 2 AVX-512 state (XCR0 bits 1,2,5,6,7) */
 } feature_bit;
 
-#define KILN_X86_ROW(name, leaf, subleaf, reg, bit, state) {name, leaf, subleaf, reg, bit, state},
+/* The names as one string ("sse3\0ssse3\0...\0"), row i's name the i-th: no pointer per row, so
+ * no relocation per row in the static library. */
+#define KILN_X86_NAME(name, ...) name "\0"
+#define KILN_X86_ROW(name, leaf, subleaf, reg, bit, state) {leaf, subleaf, reg, bit, state},
+static const char kFeatureNames[] = KILN_ABI_X86_FEATURES(KILN_X86_NAME);
 static const feature_bit kX86[] = {KILN_ABI_X86_FEATURES(KILN_X86_ROW)};
 #undef KILN_X86_ROW
+#undef KILN_X86_NAME
 
 static uint64_t xcr0(void) {
   unsigned a, b, c, d;
@@ -30,9 +42,9 @@ static uint64_t xcr0(void) {
 }
 
 int kiln_cpu_has_feature(const char* name) {
-  for (size_t i = 0; i < sizeof kX86 / sizeof kX86[0]; ++i) {
+  int i = feature_row(kFeatureNames, name);
+  if (i >= 0) {
     const feature_bit* f = &kX86[i];
-    if (strcmp(f->name, name) != 0) continue;
     unsigned r[4] = {0, 0, 0, 0};
     if (!__get_cpuid_count(f->leaf, f->subleaf, &r[0], &r[1], &r[2], &r[3])) return 0;
     if (!(r[f->reg] & (1u << f->bit))) return 0;
@@ -56,18 +68,20 @@ const char* kiln_runtime_arch(void) {
 #include <sys/auxv.h>
 
 typedef struct {
-  const char* name;
-  int hwcap2;
-  int bit;
+  uint8_t hwcap2;
+  uint8_t bit;
 } feature_bit;
 
-#define KILN_ARM_ROW(name, hwcap2, bit) {name, hwcap2, bit},
+#define KILN_ARM_NAME(name, ...) name "\0"
+#define KILN_ARM_ROW(name, hwcap2, bit) {hwcap2, bit},
+static const char kFeatureNames[] = KILN_ABI_AARCH64_FEATURES(KILN_ARM_NAME);
 static const feature_bit kArm[] = {KILN_ABI_AARCH64_FEATURES(KILN_ARM_ROW)};
 #undef KILN_ARM_ROW
+#undef KILN_ARM_NAME
 
 int kiln_cpu_has_feature(const char* name) {
-  for (size_t i = 0; i < sizeof kArm / sizeof kArm[0]; ++i) {
-    if (strcmp(kArm[i].name, name) != 0) continue;
+  int i = feature_row(kFeatureNames, name);
+  if (i >= 0) {
     unsigned long caps = getauxval(kArm[i].hwcap2 ? AT_HWCAP2 : AT_HWCAP);
     return (caps & (1ul << kArm[i].bit)) != 0;
   }

@@ -22,6 +22,8 @@
 /* Sets the thread's last error message and returns |status|. */
 KILN_RT_PRIVATE kiln_status kiln_error(kiln_status status, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Puts "|a||b|: " before the thread's last error message; returns |status|. */
+KILN_RT_PRIVATE kiln_status kiln_error_context(kiln_status status, const char* a, const char* b);
 /* kiln_error(KILN_INVALID_PACKAGE, "invalid package: " fmt, ...): the verifier's many messages
  * share their prefix. */
 KILN_RT_PRIVATE kiln_status kiln_invalid(const char* fmt, ...)
@@ -141,6 +143,11 @@ struct kiln_model {
   char* launch_strings;  /* launch labels */
   uint32_t* launch_args; /* every launch's argument slots */
   float selftest_tolerance;
+  /* the kernel variants (kiln_model_variant_info): CPU names (truncated to 31 characters),
+   * whether this CPU runs each, and the one loaded */
+  uint32_t num_variants, variant;
+  char variant_cpu[KILN_ABI_MAX_VARIANTS][32];
+  uint8_t variant_runs[KILN_ABI_MAX_VARIANTS];
   int live_sessions; /* atomic */
 };
 
@@ -154,10 +161,11 @@ typedef struct kiln_trust {
   const uint8_t* pinned_sha256;
 } kiln_trust;
 
-/* package.c: verify the package bytes and fill the model's descriptions (the code too). On
- * failure everything it allocated is released. */
+/* package.c: verify the package bytes and fill the model's descriptions (the code too) from the
+ * kernel variant named |variant| (NULL: the best this CPU runs). On failure everything it
+ * allocated is released. */
 KILN_RT_PRIVATE kiln_status kiln_package_load(kiln_model* m, int verify_checksums,
-                                              const kiln_trust* trust);
+                                              const kiln_trust* trust, const char* variant);
 /* Releases what kiln_package_load allocated (also what a failed load left); idempotent. */
 KILN_RT_PRIVATE void kiln_package_unload(kiln_model* m);
 

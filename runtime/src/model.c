@@ -48,9 +48,16 @@ static kiln_status check_options(const kiln_model_options* o) {
   return KILN_OK;
 }
 
+/* The variant the application asks for (NULL: the best this CPU runs; older options have none). */
+static const char* variant_of(const kiln_model_options* o) {
+  if (o && o->struct_size >= offsetof(kiln_model_options, variant) + sizeof(void*))
+    return o->variant;
+  return NULL;
+}
+
 static kiln_status finish_load(kiln_model* m, const kiln_model_options* o, kiln_model** out_model) {
   kiln_trust trust = trust_of(o);
-  kiln_status st = kiln_package_load(m, !(o && o->skip_checksums), &trust);
+  kiln_status st = kiln_package_load(m, !(o && o->skip_checksums), &trust, variant_of(o));
   if (st != KILN_OK) { /* (the loader released what it loaded) */
     if (m->mapping) munmap(m->mapping, m->size);
     kiln_free(kiln_model_allocator(m), m->owned_copy);
@@ -274,5 +281,27 @@ kiln_status kiln_model_launch_info(const kiln_model* m, size_t index, kiln_launc
   out->group = L->group;
   out->num_tasks = L->ntasks;
   out->label = L->label;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_variant_count(const kiln_model* m, size_t* out_count) {
+  if (!m || !out_count)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_variant_count: NULL argument");
+  *out_count = m->num_variants;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_variant_info(const kiln_model* m, size_t index, kiln_variant_info* out) {
+  if (!m || !out)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_variant_info: NULL argument");
+  if (out->struct_size < sizeof(kiln_variant_info))
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_variant_info: struct_size is %zu",
+                      out->struct_size);
+  if (index >= m->num_variants)
+    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_variant_info: index %zu out of range",
+                      index);
+  out->cpu = m->variant_cpu[index];
+  out->runs_here = m->variant_runs[index];
+  out->chosen = index == m->variant;
   return KILN_OK;
 }

@@ -184,10 +184,19 @@ kiln_status kiln_verify_checksums(kiln_loader* ld) {
   return KILN_OK;
 }
 
-kiln_status kiln_verify_target(kiln_loader* ld) {
+/* Appends |s| to the string in |buf| (|room| bytes), truncating. */
+static void append(char* buf, size_t room, const char* s) {
+  size_t n = strlen(buf);
+  while (*s && n + 1 < room) buf[n++] = *s++;
+  buf[n] = 0;
+}
+
+/* Whether this CPU runs the variant whose Target is at |tgt|: KILN_OK; KILN_UNSUPPORTED (another
+ * architecture, a feature the runtime cannot check); or KILN_MISSING_CPU_FEATURE, with the
+ * missing features appended to |why| (|room| bytes), comma-separated. */
+static kiln_status check_target(kiln_loader* ld, uint64_t tgt, char* why, size_t room) {
   fbr* R = &ld->r;
-  uint64_t tgt = fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_TARGET));
-  KILN_FB_CHECK(R);
+  size_t start = strlen(why);
   if (!tgt) return kiln_loader_invalid("no target");
   const char* triple = fbr_string(R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_TRIPLE)));
   KILN_FB_CHECK(R);
@@ -203,7 +212,6 @@ kiln_status kiln_verify_target(kiln_loader* ld) {
   KILN_FB_CHECK(R);
   if (nfeat > KILN_ABI_MAX_FEATURES)
     return kiln_invalid("%u required CPU features (the limit is %u)", nfeat, KILN_ABI_MAX_FEATURES);
-  char missing[512] = "";
   for (uint32_t i = 0; i < nfeat; ++i) {
     const char* f = fbr_string(R, fbr_ref(R, feats + 4 * (uint64_t)i));
     KILN_FB_CHECK(R);
@@ -213,23 +221,90 @@ kiln_status kiln_verify_target(kiln_loader* ld) {
       return kiln_error(KILN_UNSUPPORTED,
                         "the package requires CPU feature '%s', which this runtime cannot check",
                         f);
-    if (!has && strlen(missing) + strlen(f) + 3 < sizeof missing) {
-      if (missing[0]) strcat(missing, ", ");
-      strcat(missing, f);
+    if (!has) {
+      if (strlen(why) > start) append(why, room, ", ");
+      append(why, room, f);
     }
   }
-  if (missing[0])
-    return kiln_error(KILN_MISSING_CPU_FEATURE, "this CPU lacks features the package needs: %s",
-                      missing);
+  return strlen(why) > start ? KILN_MISSING_CPU_FEATURE : KILN_OK;
+}
+
+kiln_status kiln_select_variant(kiln_loader* ld) {
+  kiln_model* m = ld->m;
+  fbr* R = &ld->r;
+  uint64_t vdata;
+  uint32_t nv =
+      fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_VARIANTS)), 4, &vdata);
+  KILN_FB_CHECK(R);
+  if (nv >= KILN_ABI_MAX_VARIANTS || (nv && ld->static_id))
+    return kiln_invalid("%u variants (the limit is %u; a static library has one)", nv + 1,
+                        KILN_ABI_MAX_VARIANTS);
+  m->num_variants = nv + 1;
+  /* Every variant's target; the choice: the one named, else the last this CPU runs. |why|
+   * collects what each variant that cannot run lacks. */
+  char why[768] = "";
+  kiln_status st = KILN_OK, chosen_st = KILN_OK;
+  int chosen = -1;
+  for (uint32_t v = 0; v <= nv; ++v) {
+    uint64_t t = v ? fbr_table_at(R, vdata, v - 1) : ld->root;
+    ld->variants[v] = t;
+    uint64_t tgt = fbr_ref(R, fbr_field(R, t, KILN_ABI_PACKAGE_TARGET));
+    const char* cpu = fbr_string(R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_CPU)));
+    KILN_FB_CHECK(R);
+    if (!cpu) return kiln_loader_invalid("a target without a CPU name");
+    strncpy(m->variant_cpu[v], cpu, sizeof m->variant_cpu[v] - 1);
+    size_t mark = strlen(why);
+    if (nv) {
+      append(why, sizeof why, mark ? "; " : "");
+      append(why, sizeof why, m->variant_cpu[v]);
+      append(why, sizeof why, " lacks ");
+    }
+    st = check_target(ld, tgt, why, sizeof why);
+    if (st != KILN_OK && st != KILN_MISSING_CPU_FEATURE && st != KILN_UNSUPPORTED) return st;
+    m->variant_runs[v] = st == KILN_OK;
+    if (st != KILN_MISSING_CPU_FEATURE) why[mark] = 0;
+    if (ld->want_variant ? !strcmp(m->variant_cpu[v], ld->want_variant) : st == KILN_OK) {
+      chosen = (int)v;
+      chosen_st = st;
+    }
+  }
+  if (chosen < 0 && ld->want_variant)
+    return kiln_error(KILN_INVALID_ARGUMENT,
+                      "the package has no variant '%s' (kiln-run --info lists its variants)",
+                      ld->want_variant);
+  if (chosen < 0) chosen_st = st;
+  if (chosen_st == KILN_MISSING_CPU_FEATURE)
+    return kiln_error(KILN_MISSING_CPU_FEATURE,
+                      nv ? "this CPU lacks features of the package's variants: %s"
+                         : "this CPU lacks features the package needs: %s",
+                      why);
+  if (chosen_st != KILN_OK) return chosen_st; /* (KILN_UNSUPPORTED, its message set) */
+  m->variant = (uint32_t)chosen;
   return KILN_OK;
 }
 
-kiln_status kiln_package_load(kiln_model* m, int verify_checksums, const kiln_trust* trust) {
-  typedef kiln_status (*stage_fn)(kiln_loader*);
-  static const stage_fn stages[] = {
-      kiln_verify_header, kiln_verify_signature, kiln_verify_checksums,
-      kiln_verify_target, kiln_load_tensors,     kiln_load_slots,
-      kiln_load_code,     kiln_load_schedule,    kiln_verify_memory_plan};
+kiln_status kiln_use_variant(kiln_loader* ld, uint32_t v) {
+  fbr* R = &ld->r;
+  ld->variant = ld->variants[v];
+  if (v == 0) return KILN_OK; /* (the root's code, as verify_header found it) */
+  ld->code_size =
+      fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_CODE)), 1, &ld->code);
+  KILN_FB_CHECK(R);
+  if (!ld->code || !ld->code_size) return kiln_loader_invalid("a variant without kernel code");
+  return KILN_OK;
+}
+
+/* The stages that load one variant (its target checked). */
+static kiln_status load_variant(kiln_loader* ld) {
+  KILN_RETURN_IF_ERROR(kiln_load_tensors(ld));
+  KILN_RETURN_IF_ERROR(kiln_load_slots(ld));
+  KILN_RETURN_IF_ERROR(kiln_load_code(ld));
+  KILN_RETURN_IF_ERROR(kiln_load_schedule(ld));
+  return kiln_verify_memory_plan(ld);
+}
+
+kiln_status kiln_package_load(kiln_model* m, int verify_checksums, const kiln_trust* trust,
+                              const char* variant) {
   kiln_loader ld;
   memset(&ld, 0, sizeof ld);
   ld.m = m;
@@ -237,14 +312,27 @@ kiln_status kiln_package_load(kiln_model* m, int verify_checksums, const kiln_tr
   ld.r.size = m->size;
   ld.verify_checksums = verify_checksums;
   ld.trust = trust;
-  for (size_t i = 0; i < sizeof stages / sizeof stages[0]; ++i) {
-    kiln_status st = stages[i](&ld);
-    if (st != KILN_OK) {
-      kiln_package_unload(m);
-      return st;
-    }
+  ld.want_variant = variant;
+  kiln_status st = kiln_verify_header(&ld);
+  if (st == KILN_OK) st = kiln_verify_signature(&ld);
+  if (st == KILN_OK) st = kiln_verify_checksums(&ld);
+  if (st == KILN_OK) st = kiln_select_variant(&ld);
+  /* Every variant is verified as a package of its own (the others' code is mapped and released,
+   * never run); the chosen one last, and kept. */
+  uint64_t root_code = ld.code;
+  uint32_t root_code_size = ld.code_size;
+  for (uint32_t k = 1; k <= m->num_variants && st == KILN_OK; ++k) {
+    uint32_t v = (m->variant + k) % m->num_variants;
+    ld.code = root_code;
+    ld.code_size = root_code_size;
+    st = kiln_use_variant(&ld, v);
+    if (st == KILN_OK) st = load_variant(&ld);
+    if (st != KILN_OK && m->num_variants > 1)
+      st = kiln_error_context(st, "variant ", m->variant_cpu[v]);
+    if (k < m->num_variants) kiln_package_unload(m);
   }
-  return KILN_OK;
+  if (st != KILN_OK) kiln_package_unload(m);
+  return st;
 }
 
 void kiln_package_unload(kiln_model* m) {

@@ -20,6 +20,11 @@ typedef struct kiln_loader {
   uint32_t code_size, constants_size;
   uint64_t crc_field; /* position of metadata_crc32c (0: absent) */
   uint32_t static_id; /* static_kernels_id (0: the package carries its code) */
+  /* found by select_variant: each variant's table (variants[0] is the root), and the one the
+   * later stages read: its target, tensors, slots, kernels, code and schedule */
+  uint64_t variants[KILN_ABI_MAX_VARIANTS];
+  uint64_t variant;
+  const char* want_variant; /* the application's choice, or NULL */
 } kiln_loader;
 
 /* A KILN_INVALID_PACKAGE error for the reader's first failure, naming its byte offset. */
@@ -43,7 +48,10 @@ kiln_verify_header(kiln_loader* ld); /* identifier, root, format version, payloa
 KILN_RT_PRIVATE kiln_status
 kiln_verify_signature(kiln_loader* ld); /* the pinned digest, the signature */
 KILN_RT_PRIVATE kiln_status kiln_verify_checksums(kiln_loader* ld); /* metadata and section CRCs */
-KILN_RT_PRIVATE kiln_status kiln_verify_target(kiln_loader* ld); /* architecture and CPU features */
+KILN_RT_PRIVATE kiln_status
+kiln_select_variant(kiln_loader* ld); /* the variant to load: architecture and CPU features */
+/* Makes variant |v| the one the later stages read (its code included). */
+KILN_RT_PRIVATE kiln_status kiln_use_variant(kiln_loader* ld, uint32_t v);
 /* package_tensors.c */
 KILN_RT_PRIVATE kiln_status kiln_load_tensors(kiln_loader* ld); /* inputs, outputs, the self-test */
 KILN_RT_PRIVATE kiln_status kiln_load_slots(kiln_loader* ld);   /* arena, slots and their tensors */

@@ -53,7 +53,7 @@ static kiln_status load_kernels(kiln_loader* ld) {
   fbr* R = &ld->r;
   uint64_t kdata;
   uint32_t n =
-      fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_KERNELS)), 4, &kdata);
+      fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_KERNELS)), 4, &kdata);
   KILN_FB_CHECK(R);
   if (n > KILN_ABI_MAX_KERNELS)
     return kiln_invalid("%u kernels (the limit is %u)", n, KILN_ABI_MAX_KERNELS);
@@ -248,7 +248,7 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
   KILN_RETURN_IF_ERROR(load_kernels(ld));
   uint64_t gdata;
   uint32_t ngroups =
-      fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_GROUPS)), 4, &gdata);
+      fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_GROUPS)), 4, &gdata);
   KILN_FB_CHECK(R);
   if (ngroups > KILN_ABI_MAX_GROUPS)
     return kiln_invalid("%u groups (the limit is %u)", ngroups, KILN_ABI_MAX_GROUPS);

@@ -12,7 +12,7 @@ static kiln_status load_tensor_list(kiln_loader* ld, int field, int which, kiln_
   fbr* R = &ld->r;
   const char* what = which ? "outputs" : "inputs";
   uint64_t data;
-  uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, field)), 4, &data);
+  uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, field)), 4, &data);
   KILN_FB_CHECK(R);
   if (n > KILN_ABI_MAX_TENSORS)
     return kiln_invalid("%u %s (the limit is %u)", n, what, KILN_ABI_MAX_TENSORS);
@@ -161,8 +161,8 @@ static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_d
 kiln_status kiln_load_slots(kiln_loader* ld) {
   kiln_model* m = ld->m;
   fbr* R = &ld->r;
-  m->arena_size = kiln_fb_u64_field(R, ld->root, KILN_ABI_PACKAGE_ARENA_SIZE);
-  m->arena_alignment = kiln_fb_u32_field(R, ld->root, KILN_ABI_PACKAGE_ARENA_ALIGNMENT);
+  m->arena_size = kiln_fb_u64_field(R, ld->variant, KILN_ABI_PACKAGE_ARENA_SIZE);
+  m->arena_alignment = kiln_fb_u32_field(R, ld->variant, KILN_ABI_PACKAGE_ARENA_ALIGNMENT);
   KILN_FB_CHECK(R);
   if (m->arena_alignment == 0 || (m->arena_alignment & (m->arena_alignment - 1)) ||
       m->arena_alignment > 4096)
@@ -170,7 +170,8 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
   if (m->arena_size >= (UINT64_C(1) << 62)) return kiln_loader_invalid("the arena is too large");
 
   uint64_t sdata;
-  uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_SLOTS)), 4, &sdata);
+  uint32_t n =
+      fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_SLOTS)), 4, &sdata);
   KILN_FB_CHECK(R);
   if (n > KILN_ABI_MAX_SLOTS)
     return kiln_invalid("%u slots (the limit is %u)", n, KILN_ABI_MAX_SLOTS);

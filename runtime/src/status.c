@@ -13,34 +13,21 @@ const char* kiln_version(unsigned* out_format_major, unsigned* out_format_minor)
   return KILN_VERSION_STRING;
 }
 
+/* The |n|-th of the NUL-separated strings in |blob| (ended by an empty one), or NULL. One string
+ * for a table of names: no pointer (and no relocation in the static library) per name. */
+static const char* nth_string(const char* blob, unsigned n) {
+  for (; *blob; blob += strlen(blob) + 1)
+    if (n-- == 0) return blob;
+  return NULL;
+}
+
 const char* kiln_status_name(kiln_status s) {
-  switch (s) {
-    case KILN_OK:
-      return "KILN_OK";
-    case KILN_INVALID_ARGUMENT:
-      return "KILN_INVALID_ARGUMENT";
-    case KILN_NOT_FOUND:
-      return "KILN_NOT_FOUND";
-    case KILN_INVALID_PACKAGE:
-      return "KILN_INVALID_PACKAGE";
-    case KILN_CHECKSUM_MISMATCH:
-      return "KILN_CHECKSUM_MISMATCH";
-    case KILN_UNSUPPORTED:
-      return "KILN_UNSUPPORTED";
-    case KILN_MISSING_CPU_FEATURE:
-      return "KILN_MISSING_CPU_FEATURE";
-    case KILN_OUT_OF_MEMORY:
-      return "KILN_OUT_OF_MEMORY";
-    case KILN_IO_ERROR:
-      return "KILN_IO_ERROR";
-    case KILN_FAILED_PRECONDITION:
-      return "KILN_FAILED_PRECONDITION";
-    case KILN_INTERNAL:
-      return "KILN_INTERNAL";
-    case KILN_SIGNATURE_INVALID:
-      return "KILN_SIGNATURE_INVALID";
-  }
-  return "KILN_UNKNOWN_STATUS";
+  const char* name = nth_string(
+      "KILN_OK\0KILN_INVALID_ARGUMENT\0KILN_NOT_FOUND\0KILN_INVALID_PACKAGE\0"
+      "KILN_CHECKSUM_MISMATCH\0KILN_UNSUPPORTED\0KILN_MISSING_CPU_FEATURE\0KILN_OUT_OF_MEMORY\0"
+      "KILN_IO_ERROR\0KILN_FAILED_PRECONDITION\0KILN_INTERNAL\0KILN_SIGNATURE_INVALID\0",
+      (unsigned)s);
+  return name ? name : "KILN_UNKNOWN_STATUS";
 }
 
 const char* kiln_last_error_message(void) {
@@ -52,6 +39,19 @@ kiln_status kiln_error(kiln_status status, const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(g_message, sizeof g_message, fmt, ap);
   va_end(ap);
+  return status;
+}
+
+kiln_status kiln_error_context(kiln_status status, const char* a, const char* b) {
+  size_t na = strlen(a), nb = strlen(b), n = na + nb + 2;
+  size_t len = strlen(g_message);
+  if (n >= sizeof g_message) return status;
+  if (n + len >= sizeof g_message) len = sizeof g_message - n - 1;
+  memmove(g_message + n, g_message, len);
+  g_message[n + len] = 0;
+  memcpy(g_message, a, na);
+  memcpy(g_message + na, b, nb);
+  memcpy(g_message + na + nb, ": ", 2);
   return status;
 }
 
@@ -102,11 +102,11 @@ KILN_SAME_DTYPE(FLOAT64);
 #undef KILN_SAME_DTYPE
 
 static const size_t kSizes[KILN_ABI_DTYPE_COUNT] = KILN_ABI_DTYPE_SIZES;
-static const char* const kNames[KILN_ABI_DTYPE_COUNT] = KILN_ABI_DTYPE_NAMES;
 
 size_t kiln_dtype_size(kiln_dtype d) {
   return (unsigned)d < KILN_ABI_DTYPE_COUNT ? kSizes[d] : 0;
 }
 const char* kiln_dtype_name(kiln_dtype d) {
-  return (unsigned)d < KILN_ABI_DTYPE_COUNT ? kNames[d] : "unknown";
+  const char* name = nth_string(KILN_ABI_DTYPE_NAME_STRING, (unsigned)d);
+  return name ? name : "unknown";
 }

@@ -6,7 +6,8 @@
  * Outputs are written as DIR/NAME.npy (characters outside [A-Za-z0-9._-] become '_').
  * --repeat N runs N timed inferences after a warm-up and prints "latency_ms: min=X median=Y" and
  * "ready_ms: Z" (package load plus session creation).
- * --info prints the load time and the model's tensors and launches, and runs nothing.
+ * --info prints the load time, the kernel variants (the one loaded marked), the model's tensors
+ * and launches, and runs nothing. --variant CPU loads that variant instead of the best one.
  * --trace FILE.json writes the last run as a Chrome trace (trace.c).
  * --selftest runs the package's embedded self-test (kilnc --embed-selftest), prints the error of
  * every output and "selftest: passed" (exit 0) or "selftest: FAILED" (exit 1).
@@ -41,6 +42,8 @@ static void usage(FILE* f) {
           "  --info                 print the load time, tensors and launches; run nothing\n"
           "  --selftest             run the package's embedded self-test\n"
           "  --trust NAME.pub       load only packages signed by this key (repeatable)\n"
+          "  --variant CPU          run the package's kernel variant for CPU (kilnc --cpu A,B,..)\n"
+          "                         instead of the last one this CPU can run\n"
           "  --version              print the version and the package format this runtime reads\n"
           "  -h, --help             print this text\n");
 }
@@ -92,6 +95,14 @@ static void print_info(const kiln_model* m) {
   size_t n, arena, align, kernels;
   kiln_model_arena_requirements(m, &arena, &align);
   kiln_model_kernel_count(m, &kernels);
+  kiln_model_variant_count(m, &n);
+  for (size_t i = 0; i < n; ++i) {
+    kiln_variant_info vi;
+    vi.struct_size = sizeof vi;
+    kiln_model_variant_info(m, i, &vi);
+    printf("variant %zu of %zu: %s%s%s\n", i + 1, n, vi.cpu,
+           vi.runs_here ? "" : " (not on this CPU)", vi.chosen ? " (loaded)" : "");
+  }
   printf("arena: %zu bytes (alignment %zu), kernels: %zu\n", arena, align, kernels);
   for (int out = 0; out < 2; ++out) {
     (out ? kiln_model_output_count : kiln_model_input_count)(m, &n);
@@ -132,6 +143,7 @@ int main(int argc, char** argv) {
   const char* in_name[MAX_INPUTS];
   const char* in_file[MAX_INPUTS];
   const char* trace_file = NULL;
+  const char* variant = NULL;
   int n_in = 0, threads = 1, repeat = 0, profile = 0, info = 0, selftest = 0;
   uint8_t keys[MAX_KEYS][32];
   size_t n_keys = 0;
@@ -171,6 +183,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       if (read_public_key(v, keys[n_keys++])) return 2;
+    } else if (!strncmp(a, "--variant", 9) && (v = VALUE("--variant"))) {
+      variant = v;
     } else if (!strncmp(a, "--trace", 7) && (v = VALUE("--trace"))) {
       trace_file = v;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -208,6 +222,7 @@ int main(int argc, char** argv) {
   mo.trusted_keys = (const uint8_t(*)[32])keys;
   mo.num_trusted_keys = n_keys;
   mo.require_signature = n_keys > 0;
+  mo.variant = variant;
   kiln_model* model = NULL;
   double t0 = now_ms();
   if (check(kiln_model_load_file(package, &mo, &model), "loading the package")) return 1;

@@ -2,9 +2,11 @@
 // reads and writes files and prints; compiling is compiler/driver/compile.h.
 //
 // Errors print "kilnc: error: ..." and exit with status 1; usage errors exit with status 2.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,8 +28,11 @@ namespace {
 using kilnc::Args;
 
 // The flags that decide the compiled output, as recorded in the package's provenance.
-std::vector<std::string> provenance_flags(const Args& a, const kiln::TargetInfo& t) {
-  std::vector<std::string> f = {"--target=" + t.triple(), "--cpu=" + t.cpu(),
+std::vector<std::string> provenance_flags(const Args& a,
+                                          const std::vector<kiln::TargetInfo>& targets) {
+  std::string cpus;
+  for (const kiln::TargetInfo& t : targets) cpus += (cpus.empty() ? "" : ",") + t.cpu();
+  std::vector<std::string> f = {"--target=" + targets[0].triple(), "--cpu=" + cpus,
                                 "--opt-level=" + std::to_string(a.opt_level)};
   for (const auto& [name, shape] : a.compile.model.shapes)
     f.push_back("--shape=" + name + "=" + kiln::shape_str(shape));
@@ -36,6 +41,31 @@ std::vector<std::string> provenance_flags(const Args& a, const kiln::TargetInfo&
   f.insert(f.end(), a.frozen_flags.begin(), a.frozen_flags.end());
   if (a.compile.emit == kiln::Emit::StaticLibrary) f.push_back("--emit=static-lib");
   return f;
+}
+
+// What the package will need of a CPU, per variant; for a host compile on an x86-64 newer than
+// the x86-64-v3 baseline, how to make a package that also runs on the machines next to it.
+std::string target_summary(const std::vector<kiln::TargetInfo>& targets, bool host_default) {
+  std::string s;
+  for (const kiln::TargetInfo& t : targets) {
+    std::vector<std::string> f = t.required_features();
+    s += "kilnc: " + t.triple() + ", CPU " + t.cpu() + (targets.size() > 1 ? " (a variant)" : "") +
+         ": the package requires " + std::to_string(f.size()) + " CPU features:";
+    for (const std::string& name : f) s += " " + name;
+    s += "\n";
+  }
+  if (host_default && targets[0].is_x86()) {
+    kiln::TargetInfo v3 = kiln::TargetInfo::create({targets[0].triple(), "x86-64-v3"});
+    std::vector<std::string> base = v3.required_features(), extra;
+    for (const std::string& name : targets[0].required_features())
+      if (std::find(base.begin(), base.end(), name) == base.end()) extra.push_back(name);
+    if (!extra.empty())
+      s += "kilnc: hint: this CPU has " + std::to_string(extra.size()) +
+           " features beyond x86-64-v3 (" + extra[0] + (extra.size() > 1 ? ", ..." : "") +
+           "): a CPU without them refuses the package; --cpu x86-64-v3," + targets[0].cpu() +
+           " adds a variant that runs on any x86-64-v3 CPU\n";
+  }
+  return s;
 }
 
 // Output file names: characters outside [A-Za-z0-9._-] become '_'.
@@ -87,11 +117,23 @@ int run(Args& a) {
     kiln::NpyArray arr = kiln::read_npy(file);
     c.inputs.emplace(name, kiln::NDArray(arr.dtype, arr.shape, std::move(arr.data)));
   }
-  kiln::TargetInfo target = a.target.triple.empty() && a.target.cpu.empty()
-                                ? kiln::TargetInfo::host()
-                                : kiln::TargetInfo::create(a.target);
-  c.target = &target;
-  c.provenance_flags = provenance_flags(a, target);
+  // --cpu A,B,C: one target per CPU, the package's variants in that order.
+  std::vector<kiln::TargetInfo> targets;
+  if (a.target.triple.empty() && a.target.cpu.empty()) {
+    targets.push_back(kiln::TargetInfo::host());
+  } else {
+    std::stringstream cpus(a.target.cpu);
+    std::string cpu;
+    do {
+      std::getline(cpus, cpu, ',');
+      targets.push_back(kiln::TargetInfo::create({a.target.triple, cpu}));
+    } while (cpus.good());
+  }
+  c.target = &targets[0];
+  for (size_t i = 1; i < targets.size(); ++i) c.variant_targets.push_back(&targets[i]);
+  c.provenance_flags = provenance_flags(a, targets);
+  if (!a.quiet && (c.emit == kiln::Emit::Package || c.emit == kiln::Emit::StaticLibrary))
+    std::cerr << target_summary(targets, a.target.cpu.empty());
   kiln::SigningKey key;
   if (!a.sign_key.empty()) {
     std::vector<uint8_t> text = kiln::read_file(a.sign_key);

@@ -127,6 +127,11 @@ typedef struct kiln_model_options {
   /* NULL, or the SHA-256 (32 bytes) the package's bytes must have: for an application that ships
    * with one known package. */
   const uint8_t* pinned_sha256;
+  /* NULL, or the CPU name of the kernel variant to run (a package compiled with kilnc --cpu A,B,C
+   * holds one variant per CPU; by default the runtime runs the last one listed whose CPU features
+   * this CPU has). A name the package lacks is KILN_INVALID_ARGUMENT listing its variants; a
+   * variant this CPU cannot run is KILN_MISSING_CPU_FEATURE. */
+  const char* variant;
 } kiln_model_options;
 
 /* Fills |options| with the defaults. |options| must not be NULL. */
@@ -212,6 +217,21 @@ typedef struct kiln_launch_info {
 KILN_API kiln_status kiln_model_launch_count(const kiln_model* model, size_t* out_count);
 KILN_API kiln_status kiln_model_launch_info(const kiln_model* model, size_t index,
                                             kiln_launch_info* out_info);
+
+/* The package's kernel variants (kilnc compile --cpu A,B,C; one for a package of one CPU), in the
+ * order compiled: each variant's CPU name (valid while the model lives), whether this CPU has
+ * every feature it requires, and whether it is the one loaded. Errors: KILN_INVALID_ARGUMENT
+ * (NULL pointers, index out of range, struct_size smaller than the first version's).
+ * Thread-safe. */
+typedef struct kiln_variant_info {
+  size_t struct_size; /* set by the caller: sizeof(kiln_variant_info) */
+  const char* cpu;
+  int runs_here;
+  int chosen;
+} kiln_variant_info;
+KILN_API kiln_status kiln_model_variant_count(const kiln_model* model, size_t* out_count);
+KILN_API kiln_status kiln_model_variant_info(const kiln_model* model, size_t index,
+                                             kiln_variant_info* out_info);
 
 /* The number of kernels and the name of kernel |index| (for profiles). Thread-safe. */
 KILN_API kiln_status kiln_model_kernel_count(const kiln_model* model, size_t* out_count);
