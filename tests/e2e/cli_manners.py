@@ -93,6 +93,28 @@ def main():
     check(all(span[a][1] <= span[b][0] + 1e-3 for a, b in zip(order, order[1:])),
           "each group starts after the one before it ends")
 
+    # A package of kernel variants: kilnc says what each requires, kiln-run lists and picks them.
+    cpus = ["generic", "cortex-a76"] if os.uname().machine == "aarch64" else ["x86-64-v2", "x86-64-v3"]
+    fat = os.path.join(work, "fat.kiln")
+    r = run([kilnc, "compile", model, "-o", fat, "--cpu", ",".join(cpus)])
+    check(r.returncode == 0 and all(f"CPU {c} (a variant): the package requires" in r.stderr
+                                    for c in cpus),
+          "kilnc --cpu A,B prints the features each variant requires")
+    r = run([kilnc, "compile", model, "-o", os.path.join(work, "host.kiln")])
+    check(r.returncode == 0 and "the package requires" in r.stderr,
+          "kilnc prints the features a host package requires")
+    info = run([kiln_run, fat, "--info"]).stdout
+    lines = [l for l in info.splitlines() if l.startswith("variant ")]
+    check(len(lines) == 2 and sum("(loaded)" in l for l in lines) == 1,
+          f"kiln-run --info lists the variants, one loaded: {lines}")
+    r = run([kiln_run, fat, "--variant", cpus[0], "--input", f"image={img}", "--output-dir",
+             os.path.join(work, "v0")])
+    check(r.returncode == 0 and os.path.exists(os.path.join(work, "v0", "probs.npy")),
+          f"kiln-run --variant {cpus[0]} runs that variant")
+    r = run([kiln_run, fat, "--variant", "pentium", "--info"])
+    check(r.returncode == 1 and "no variant 'pentium'" in r.stderr,
+          f"an unknown variant is an error naming it: {r.stderr.strip()!r}")
+
     print(f"cli manners: {'all checks pass' if not failures else f'{len(failures)} FAILED'}")
     sys.exit(1 if failures else 0)
 

@@ -6,6 +6,9 @@ compares with the x86-64 run of the same model (max |diff| <= 1e-4 * max |x86 ou
 
   - the digits sample (C) for --cpu generic, cortex-a53, cortex-a72, neoverse-n1 (accuracy and
     logits against the x86-64 package);
+  - one digits package with two kernel variants (--cpu generic,cortex-a76): the runtime loads
+    the last one qemu's CPU runs, each forced with --variant matches x86-64, and the self-test
+    runs on the chosen one;
   - the static sample (samples/static: --emit static-lib --embed-data, libkiln_rt_bare, a fixed
     memory pool) cross-compiled and run;
   - resnet18 and mobilenet_v2 (seeded random weights, tests/models/export_models.py), and their
@@ -116,6 +119,29 @@ def main():
         ok = compare(f"digits --cpu {cpu}", os.path.join(work, "digits_x86/logits.npy"),
                      os.path.join(work, f"digits_{cpu}/logits.npy")) and ok
         results.append(ok)
+
+    # Kernel variants: one package for a plain ARMv8 core and a dot-product one.
+    fat = os.path.join(work, "digits_fat.kiln")
+    run([kilnc, "compile", os.path.join(digits, "digits.onnx"), "--target", "aarch64-linux-gnu",
+         "--cpu", "generic,cortex-a76", "--embed-selftest", "-o", fat])
+    info = [l for l in run(kiln_run_arm + [fat, "--info"]).splitlines() if l.startswith("variant ")]
+    runnable = [l.split(": ")[1].split()[0] for l in info if "(not on this CPU)" not in l]
+    loaded = [l.split(": ")[1].split()[0] for l in info if "(loaded)" in l]
+    ok = len(info) == 2 and bool(runnable) and loaded == runnable[-1:]
+    print(f"digits --cpu generic,cortex-a76 under qemu: variants {', '.join(info)}: "
+          f"{'ok' if ok else 'FAILED'}")
+    results.append(ok)
+    for cpu in ("generic", "cortex-a76"):
+        if cpu not in runnable:
+            continue
+        out_dir = os.path.join(work, f"digits_fat_{cpu}")
+        run(kiln_run_arm + [fat, "--variant", cpu, "--input", f"image={one}", "--output-dir", out_dir])
+        results.append(compare(f"digits variant {cpu}", os.path.join(work, "digits_x86/logits.npy"),
+                               os.path.join(out_dir, "logits.npy")))
+    out = run(kiln_run_arm + [fat, "--selftest"])
+    ok = "selftest: passed" in out
+    print(f"digits two variants, --selftest under qemu: {'ok' if ok else 'FAILED: ' + out}")
+    results.append(ok)
 
     # The static sample: the digits model linked in (--emit static-lib --embed-data), the
     # thread-free runtime, a fixed memory pool.

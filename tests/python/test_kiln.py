@@ -121,3 +121,26 @@ def test_trust_accepts_only_the_signers_packages(tmp_path):
         assert e.value.status == "KILN_SIGNATURE_INVALID"
     with pytest.raises(kiln.Error, match="not a kiln public key"):
         kiln.Model(signed, trust=[str(tmp_path / "k.key")])
+
+
+def test_variants_are_listed_and_can_be_chosen(tmp_path):
+    kilnc = os.environ["KILNC"]
+    model = os.path.join(os.environ["KILN_SAMPLES"], "kg", "convnet.kg")
+    machine = os.uname().machine
+    cpus = ["generic", "cortex-a76"] if machine == "aarch64" else ["x86-64-v2", "x86-64-v3"]
+    fat = str(tmp_path / "fat.kiln")
+    subprocess.run([kilnc, "compile", model, "-o", fat, "--cpu", ",".join(cpus), "--quiet"],
+                   check=True)
+    m = kiln.Model(fat)
+    assert [v[0] for v in m.variants] == cpus
+    runs = [cpu for cpu, runs_here, _ in m.variants if runs_here]
+    assert [cpu for cpu, _, loaded in m.variants if loaded] == runs[-1:]
+    want = kiln.Model(CONVNET).session().run({"image": image(7)})["probs"]
+    for cpu in runs:
+        forced = kiln.Model(fat, variant=cpu)
+        assert [c for c, _, loaded in forced.variants if loaded] == [cpu]
+        np.testing.assert_allclose(forced.session().run({"image": image(7)})["probs"], want,
+                                   rtol=1e-5, atol=1e-6)
+    with pytest.raises(kiln.Error) as e:
+        kiln.Model(fat, variant="no-such-cpu")
+    assert e.value.status == "KILN_INVALID_ARGUMENT" and "no-such-cpu" in str(e.value)

@@ -50,7 +50,13 @@ class _ModelOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("allocator", ctypes.c_void_p),
                 ("skip_checksums", ctypes.c_int),
                 ("trusted_keys", ctypes.c_void_p), ("num_trusted_keys", ctypes.c_size_t),
-                ("require_signature", ctypes.c_int), ("pinned_sha256", ctypes.c_void_p)]
+                ("require_signature", ctypes.c_int), ("pinned_sha256", ctypes.c_void_p),
+                ("variant", ctypes.c_char_p)]
+
+
+class _VariantInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("cpu", ctypes.c_char_p),
+                ("runs_here", ctypes.c_int), ("chosen", ctypes.c_int)]
 
 
 class _SessionOptions(ctypes.Structure):
@@ -91,6 +97,8 @@ def _load():
         "kiln_model_output_count": (ctypes.c_int, [V, P(S)]),
         "kiln_model_input_info": (ctypes.c_int, [V, S, P(_TensorInfo)]),
         "kiln_model_output_info": (ctypes.c_int, [V, S, P(_TensorInfo)]),
+        "kiln_model_variant_count": (ctypes.c_int, [V, P(S)]),
+        "kiln_model_variant_info": (ctypes.c_int, [V, S, P(_VariantInfo)]),
         "kiln_session_options_init": (None, [P(_SessionOptions)]),
         "kiln_session_create": (ctypes.c_int, [V, P(_SessionOptions), P(V)]),
         "kiln_session_release": (ctypes.c_int, [V]),
@@ -152,9 +160,11 @@ def _read_public_key(path):
 class Model:
     """A package, verified and loaded by libkiln_rt. trust: None, or public keys (paths of the
     .pub files kilnc keygen writes, or 32-byte keys): then only a package signed by one of them
-    and unchanged since loads."""
+    and unchanged since loads. variant: None (the last of the package's kernel variants this CPU
+    runs), or the CPU name of the one to load (kilnc compile --cpu A,B,C).
+    m.variants lists the package's variants as (cpu, runs here, loaded) tuples."""
 
-    def __init__(self, path, trust=None):
+    def __init__(self, path, trust=None, variant=None):
         self._handle = None
         opts = _ModelOptions()
         _lib.kiln_model_options_init(ctypes.byref(opts))
@@ -166,6 +176,8 @@ class Model:
             opts.trusted_keys = ctypes.cast(self._keys, ctypes.c_void_p)
             opts.num_trusted_keys = len(keys)
             opts.require_signature = 1
+        if variant is not None:
+            opts.variant = variant.encode()
         handle = ctypes.c_void_p()
         _check(_lib.kiln_model_load_file(os.fsencode(path), ctypes.byref(opts),
                                          ctypes.byref(handle)))
@@ -174,6 +186,14 @@ class Model:
         self._lock = threading.Lock()
         self.inputs = self._infos(_lib.kiln_model_input_count, _lib.kiln_model_input_info)
         self.outputs = self._infos(_lib.kiln_model_output_count, _lib.kiln_model_output_info)
+        n = ctypes.c_size_t()
+        _check(_lib.kiln_model_variant_count(self._handle, ctypes.byref(n)))
+        self.variants = []
+        for i in range(n.value):
+            vi = _VariantInfo()
+            vi.struct_size = ctypes.sizeof(_VariantInfo)
+            _check(_lib.kiln_model_variant_info(self._handle, i, ctypes.byref(vi)))
+            self.variants.append((vi.cpu.decode(), bool(vi.runs_here), bool(vi.chosen)))
 
     def _infos(self, count_fn, info_fn):
         n = ctypes.c_size_t()
