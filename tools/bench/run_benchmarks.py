@@ -2,6 +2,7 @@
 """kiln against ONNX Runtime on this machine, in one command (see docs/performance.md):
 
     tools/bench/run_benchmarks.py [--quick] [--models a,b] [--write-docs]
+    tools/bench/run_benchmarks.py --variants [--quick] [--models a,b] [--write-docs]
 
 Builds Release (tools/scripts/install-deps.sh first), exports the benchmark models with seeded
 random weights (tests/models/export_models.py), installs onnxruntime-node@1.30.0 with
@@ -12,6 +13,11 @@ ratio kiln/ORT. Outputs of both runtimes are
 compared in the same run. It also measures the FMA peak (tools/bench/fma_peak.c), GEMM kernels
 in GFLOP/s and as a fraction of that peak, each runtime's load-to-ready time and peak resident
 memory. The markdown table is printed, and with --write-docs written to docs/performance.md.
+
+--variants measures packages of kernel variants instead (kilnc --cpu x86-64-v2,x86-64-v3,x86-64-v4,
+or generic,cortex-a76 on AArch64): per model the fat package against the single-target package of
+the variant the runtime chose on this machine, run alternately: latency ratio, load-to-ready time
+and file size overhead.
 """
 import argparse
 import datetime
@@ -141,6 +147,71 @@ def bench_gemm(m, n, k, tools, work, repeat, peak):
     return {"shape": f"{m}×{n}×{k}", "ms": ms, "gflops": gflops, "peak_frac": gflops / peak, "ok": ok}
 
 
+def fleet():
+    return "generic,cortex-a76" if os.uname().machine == "aarch64" else "x86-64-v2,x86-64-v3,x86-64-v4"
+
+
+def bench_variants(name, tools, work, rounds, repeat):
+    """The fat package against the single-target package of the variant it loads here."""
+    kilnc, kiln_run, _ = tools
+    export_models.export(name, work)
+    d = os.path.join(work, name)
+    model, inp = os.path.join(d, "model.onnx"), os.path.join(d, "input.npy")
+    input_name = "ids" if name == "transformer" else "input"
+    fat, single = os.path.join(d, "fleet.kiln"), os.path.join(d, "chosen.kiln")
+    sh([kilnc, "compile", model, "--cpu", fleet(), "-o", fat, "--quiet"])
+    info = sh([kiln_run, fat, "--info"])
+    chosen = [l.split(": ")[1].split()[0] for l in info.splitlines()
+              if l.startswith("variant ") and "(loaded)" in l][0]
+    sh([kilnc, "compile", model, "--cpu", chosen, "-o", single, "--quiet"])
+    row = {"model": name, "chosen": chosen, "fat_bytes": os.path.getsize(fat),
+           "single_bytes": os.path.getsize(single)}
+    for threads in (1, 2):
+        ms = {fat: [], single: []}
+        ready = {fat: [], single: []}
+        for _ in range(rounds):
+            for pkg in (fat, single):
+                out = sh([kiln_run, pkg, "--input", f"{input_name}={inp}", "--threads", str(threads),
+                          "--repeat", str(repeat), "--output-dir", os.path.join(d, "variant_out")])
+                ms[pkg].append(best_latency(out))
+                ready[pkg].append(field(out, "ready_ms"))
+        row[f"fat_{threads}"] = statistics.median(ms[fat])
+        row[f"single_{threads}"] = statistics.median(ms[single])
+        if threads == 1:
+            row["fat_ready"] = statistics.median(ready[fat])
+            row["single_ready"] = statistics.median(ready[single])
+    return row
+
+
+def variants_table(rows, quick):
+    commit = sh(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]).strip()
+    lines = [
+        f"Measured {datetime.date.today().isoformat()} on {cpu_model()} ({os.cpu_count()} cores), "
+        f"commit {commit}{' (--quick)' if quick else ''}, by `tools/bench/run_benchmarks.py --variants`: "
+        f"`--cpu {fleet()}` against the single-target package of the variant loaded here.",
+        "",
+        "| model | variant loaded | fat/single 1T | fat/single 2T | ready ms fat / single | fat bytes | single bytes | size overhead |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        over = r["fat_bytes"] - r["single_bytes"]
+        lines.append(
+            f"| {r['model']} | {r['chosen']} | **{r['fat_1'] / r['single_1']:.2f}** | "
+            f"**{r['fat_2'] / r['single_2']:.2f}** | {r['fat_ready']:.1f} / {r['single_ready']:.1f} | "
+            f"{r['fat_bytes']:,} | {r['single_bytes']:,} | {over:,} ({100 * over / r['single_bytes']:.2f}%) |")
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(md, begin, end):
+    path = os.path.join(TOP, "docs", "performance.md")
+    with open(path) as f:
+        doc = f.read()
+    doc = doc[:doc.index(begin) + len(begin)] + "\n" + md + doc[doc.index(end):]
+    with open(path, "w") as f:
+        f.write(doc)
+    print(f"wrote {path}", file=sys.stderr)
+
+
 def cpu_model():
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -179,8 +250,23 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--quick", action="store_true", help="fewer rounds and repeats")
     ap.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
+    ap.add_argument("--variants", action="store_true",
+                    help="packages of kernel variants against single-target packages")
     a = ap.parse_args()
     build(a.build)
+    if a.variants:
+        tools = (os.path.join(a.build, "tools/kilnc/kilnc"),
+                 os.path.join(a.build, "tools/kiln-run/kiln-run"), None)
+        rounds, repeat = (1, 10) if a.quick else (5, 20)
+        rows = []
+        for name in a.models.split(","):
+            print(f"variants of {name} ...", file=sys.stderr, flush=True)
+            rows.append(bench_variants(name, tools, os.path.join(a.build, "bench"), rounds, repeat))
+        md = variants_table(rows, a.quick)
+        print(md)
+        if a.write_docs:
+            write_docs(md, "<!-- variants:begin -->", "<!-- variants:end -->")
+        return
     ort_dir = install_ort(a.build)
     tools = (os.path.join(a.build, "tools/kilnc/kilnc"), os.path.join(a.build, "tools/kiln-run/kiln-run"),
              ort_dir)
@@ -205,14 +291,7 @@ def main():
     md = table(rows, gemms, peak, a.quick)
     print(md)
     if a.write_docs:
-        path = os.path.join(TOP, "docs", "performance.md")
-        with open(path) as f:
-            doc = f.read()
-        begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
-        doc = doc[:doc.index(begin) + len(begin)] + "\n" + md + doc[doc.index(end):]
-        with open(path, "w") as f:
-            f.write(doc)
-        print(f"wrote {path}", file=sys.stderr)
+        write_docs(md, "<!-- bench:begin -->", "<!-- bench:end -->")
     if not all(r["outputs_agree"] for r in rows) or not all(g["ok"] for g in gemms):
         sys.exit("kiln and the reference disagree: see the table")
 
