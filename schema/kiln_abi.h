@@ -33,7 +33,7 @@ extern "C" {
 /* ---- package format version (Provenance.format_major / format_minor) ---- */
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
-#define KILN_ABI_FORMAT_MINOR 2u /* 1: launch labels; 2: kernel variants per CPU */
+#define KILN_ABI_FORMAT_MINOR 3u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
@@ -197,6 +197,7 @@ enum {
   KILN_ABI_KERNEL_NUM_ARGS,
   KILN_ABI_KERNEL_ARG_DTYPES,
   KILN_ABI_KERNEL_ARG_EXTENTS,
+  KILN_ABI_KERNEL_FLOPS,
   KILN_ABI_KERNEL_FIELD_COUNT
 };
 /* struct ArgExtent: begin (uint64) at 0, end (uint64) at 8, access (uint32) at 16, padded to 24. */

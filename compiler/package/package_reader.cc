@@ -42,8 +42,8 @@ struct VariantFacts {
   std::string cpu;
   std::vector<std::string> features;
   size_t kernels = 0, launches = 0, groups = 0, arena_slots = 0, code = 0;
-  uint64_t arena = 0, lower_bound = 0;
-  std::map<uint64_t, uint64_t> weights;  // offset in the constants -> bytes
+  uint64_t arena = 0, lower_bound = 0, flops = 0;  // flops: per run, over the launches
+  std::map<uint64_t, uint64_t> weights;            // offset in the constants -> bytes
   uint64_t weight_bytes = 0, shared_bytes = 0;
 };
 
@@ -57,7 +57,13 @@ VariantFacts facts_of(const T* v) {
   f.kernels = v->kernels() ? v->kernels()->size() : 0;
   f.groups = v->groups() ? v->groups()->size() : 0;
   if (v->groups())
-    for (const fb::Group* g : *v->groups()) f.launches += g->launches() ? g->launches()->size() : 0;
+    for (const fb::Group* g : *v->groups()) {
+      if (!g->launches()) continue;
+      f.launches += g->launches()->size();
+      for (const fb::Launch* l : *g->launches())
+        if (v->kernels() && l->kernel() < v->kernels()->size())
+          f.flops += v->kernels()->Get(l->kernel())->flops();
+    }
   if (v->slots())
     for (const fb::Slot* sl : *v->slots()) {
       f.arena_slots += sl->kind() == fb::SlotKind::Arena;
@@ -166,7 +172,8 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
        << ", \"required_features\": " << feats << ", \"inputs\": " << tensors(p->inputs())
        << ", \"outputs\": " << tensors(p->outputs()) << ", \"kernels\": " << kernels
        << ", \"launches\": " << launches << ", \"groups\": " << groups
-       << ", \"arena_bytes\": " << p->arena_size() << ", \"arena_slots\": " << arena_slots
+       << ", \"flops\": " << variants[0].flops << ", \"arena_bytes\": " << p->arena_size()
+       << ", \"arena_slots\": " << arena_slots
        << ", \"arena_lower_bound_bytes\": " << p->arena_lower_bound()
        << ", \"constant_bytes\": " << consts << ", \"code_bytes\": " << code
        << ", \"variants\": " << variants_json() << ", \"file_bytes\": " << bytes.size()
@@ -188,7 +195,8 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
      << (tgt && tgt->cpu() ? tgt->cpu()->str() : "?") << "\n";
   os << "required CPU features: " << feats << "\n";
   os << "inputs:\n" << tensors(p->inputs()) << "outputs:\n" << tensors(p->outputs());
-  os << "kernels: " << kernels << ", launches: " << launches << ", groups: " << groups << "\n";
+  os << "kernels: " << kernels << ", launches: " << launches << ", groups: " << groups << ", "
+     << static_cast<double>(variants[0].flops) * 1e-9 << " GFLOP per run\n";
   os << "arena: " << p->arena_size() << " bytes (lower bound " << p->arena_lower_bound() << "), "
      << arena_slots << " slots\n";
   os << "constants: " << consts << " bytes, code: " << code << " bytes, file: " << bytes.size()

@@ -188,7 +188,7 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
     kernels.push_back(fb::CreateKernel(
         fbb, fbb.CreateString(k.name), static_cast<uint32_t>(i), static_cast<uint32_t>(dts.size()),
         fbb.CreateVector(reinterpret_cast<const fb::DType*>(dts.data()), dts.size()),
-        fbb.CreateVectorOfStructs(extents)));
+        fbb.CreateVectorOfStructs(extents), static_cast<uint64_t>(kernel_flops(k.ast))));
   }
   out.kernels = fbb.CreateVector(kernels);
 

@@ -44,6 +44,28 @@ std::vector<DType> kernel_arg_dtypes(const UOp* ast) {
   return out;
 }
 
+int64_t kernel_flops(const UOp* ast) {
+  static const OpSet kAlu = {Op::NEG,   Op::RECIP, Op::SQRT,  Op::EXP,   Op::EXP2,  Op::LOG,
+                             Op::LOG2,  Op::SIN,   Op::COS,   Op::TANH,  Op::ERF,   Op::SIGMOID,
+                             Op::ABS,   Op::TRUNC, Op::FLOOR, Op::CEIL,  Op::ROUND, Op::ADD,
+                             Op::MUL,   Op::FDIV,  Op::MAX,   Op::MIN,   Op::POW,   Op::CMPLT,
+                             Op::CMPEQ, Op::CMPNE, Op::WHERE, Op::MULACC};
+  auto iterations = [](const UOp* u) {
+    int64_t n = 1;
+    for (const UOp* r : u->ranges()) n *= r->vmax() - r->vmin() + 1;
+    return n;
+  };
+  int64_t flops = 0;
+  for (const UOp* u : ast->toposort()) {
+    if (u->op == Op::REDUCE && u->dtype.is_float()) {
+      flops += iterations(u->src[0]);
+    } else if (kAlu.has(u->op) && u->dtype.is_float()) {
+      flops += iterations(u) * (u->op == Op::MULACC ? 2 : 1);
+    }
+  }
+  return flops;
+}
+
 std::vector<ArgAccess> kernel_arg_accesses(const UOp* ast) {
   std::vector<ArgAccess> out(kernel_arg_dtypes(ast).size());
   std::vector<bool> seen(out.size(), false);

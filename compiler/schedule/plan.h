@@ -31,6 +31,12 @@ struct KernelProgram {
 // The element dtype of each argument of a kernel AST (DEFINE_GLOBAL 0..n-1).
 std::vector<DType> kernel_arg_dtypes(const UOp* ast);
 
+// The floating-point operations one run of a kernel AST performs (for profiles: GFLOP/s and the
+// share of the FMA peak): every float ALU op once per iteration of the ranges it depends on,
+// MULACC twice, a REDUCE's accumulation once per iteration of its value's ranges; integer index
+// arithmetic and casts are not counted. A gated (padded) iteration is counted like any other.
+int64_t kernel_flops(const UOp* ast);
+
 // The bytes a kernel may touch in one argument, [begin, end), and how.
 struct ArgAccess {
   int64_t begin = 0, end = 0;

@@ -94,6 +94,7 @@ typedef struct kiln_kernel_desc {
   const char* name; /* in the model's copy */
   uint32_t entry;   /* index into the entry table */
   uint32_t nargs;
+  uint64_t flops; /* per run (format 2.3; 0 unknown) */
   /* while loading only: positions in the package of the argument dtypes (nargs bytes) and
    * access extents (nargs ArgExtent structs), and the extents in the code's entry table */
   uint64_t arg_dtypes, arg_extents;

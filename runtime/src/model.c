@@ -270,7 +270,7 @@ kiln_status kiln_model_launch_count(const kiln_model* m, size_t* out_count) {
 
 kiln_status kiln_model_launch_info(const kiln_model* m, size_t index, kiln_launch_info* out) {
   if (!m || !out) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_launch_info: NULL argument");
-  if (out->struct_size < sizeof(kiln_launch_info))
+  if (out->struct_size < offsetof(kiln_launch_info, flops))
     return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_launch_info: struct_size is %zu",
                       out->struct_size);
   if (index >= m->num_launches)
@@ -281,6 +281,7 @@ kiln_status kiln_model_launch_info(const kiln_model* m, size_t index, kiln_launc
   out->group = L->group;
   out->num_tasks = L->ntasks;
   out->label = L->label;
+  if (out->struct_size >= sizeof(kiln_launch_info)) out->flops = m->kernel_descs[L->kernel].flops;
   return KILN_OK;
 }
 

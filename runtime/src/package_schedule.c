@@ -70,6 +70,7 @@ static kiln_status load_kernels(kiln_loader* ld) {
     k->name = fbr_string(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_KERNEL_NAME)));
     k->entry = kiln_fb_u32_field(R, t, KILN_ABI_KERNEL_ENTRY);
     k->nargs = kiln_fb_u32_field(R, t, KILN_ABI_KERNEL_NUM_ARGS);
+    k->flops = kiln_fb_u64_field(R, t, KILN_ABI_KERNEL_FLOPS);
     uint32_t ndt =
         fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_KERNEL_ARG_DTYPES)), 1, &k->arg_dtypes);
     uint32_t next = fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_KERNEL_ARG_EXTENTS)),

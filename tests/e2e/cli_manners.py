@@ -65,6 +65,15 @@ def main():
     r = run([kiln_run, pkg, "--input", f"image={img}", "--repeat", "2", "--profile"])
     check(r.returncode == 0 and "c1+r1+p1" in r.stdout and "total_ms:" in r.stdout,
           "--profile names each launch by the model nodes it computes")
+    r = run([kiln_run, pkg, "--input", f"image={img}", "--repeat", "2", "--profile", "--peak", "50"])
+    total = [l for l in r.stdout.splitlines() if l.startswith("total_ms:")]
+    gflop = float(total[0].split(", ")[1].split()[0]) if total else -1
+    want = json.loads(run([kilnc, "inspect", pkg, "--json"]).stdout)["flops"] * 1e-9
+    rows = [l.split() for l in r.stdout.splitlines()[1:] if l and l[0].isdigit()]
+    check(r.returncode == 0 and want > 0 and abs(gflop - want) < 1e-3 and rows
+          and any(float(row[6]) > 0 for row in rows)
+          and all(row[7] != "-" for row in rows if float(row[6]) > 0),
+          f"--profile --peak: GFLOP/s and peak share per launch, {gflop} GFLOP as kilnc inspect says")
     info = run([kiln_run, pkg, "--info"]).stdout
     labels = {}
     for line in info.splitlines():  # "launch 3: group 3, k6 x 1 tasks: p1+c2"

@@ -343,6 +343,16 @@ TEST(OnnxImporter, MalformedModelsGetClearErrors) {
                 "node 'conv1' (Conv, opset 13): weight (4,3) does not match input"),
             std::string::npos)
       << import_error(flat_conv);
+  // A weight of more axes than the input: ONNX's own shape inference crashed on it (fuzz_onnx).
+  ModelBuilder deep_weight;
+  deep_weight.input("x", {1, 8});
+  deep_weight.input("w", {4, 3, 3, 3});
+  deep_weight.node("Conv", {"x", "w"}, {"y"}, "conv2");
+  deep_weight.output("y", {-1});
+  EXPECT_NE(import_error(deep_weight)
+                .find("node 'conv2' (Conv, opset 13): weight 'w' has rank 4 and input 'x' rank 2"),
+            std::string::npos)
+      << import_error(deep_weight);
   ModelBuilder flat_pool;
   flat_pool.input("x", {8});
   flat_pool.node("GlobalAveragePool", {"x"}, {"y"}, "gap");

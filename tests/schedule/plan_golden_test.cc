@@ -73,6 +73,26 @@ TEST(PlanGolden, MatmulIsOneKernelWithOneReduceRange) {
   }
 }
 
+// kernel_flops: a matmul is 2·M·N·K (a multiply and an add per product), an elementwise kernel
+// one per element per op, index arithmetic nothing.
+TEST(KernelFlops, MatmulIsTwoMNKAndElementwiseOnePerOp) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {3, 5});
+  Tensor b = Tensor::input(g, "b", dtypes::float32, {5, 7});
+  g.add_output("c", matmul(a, b).uop());
+  Plan p = plan_and_check(g);
+  ASSERT_EQ(p.programs.size(), 1u);
+  EXPECT_EQ(kernel_flops(p.programs[0].ast), 2 * 3 * 5 * 7);
+
+  Graph h;
+  Tensor x = Tensor::input(h, "x", dtypes::float32, {6, 10});
+  Tensor y = Tensor::input(h, "y", dtypes::float32, {6, 10});
+  h.add_output("z", x.mul(y).add(x).uop());  // two ops per element
+  Plan q = plan_and_check(h);
+  ASSERT_EQ(q.programs.size(), 1u);
+  EXPECT_EQ(kernel_flops(q.programs[0].ast), 2 * 60);
+}
+
 TEST(PlanGolden, ReshapeExpandSumIsOneKernel) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 4});

@@ -8,7 +8,8 @@ Builds Release (tools/scripts/install-deps.sh first), exports the benchmark mode
 random weights (tests/models/export_models.py), installs onnxruntime-node@1.30.0 with
 `npm install --ignore-scripts` into the build tree, then for each model and for 1 and 2 threads
 runs kiln (`kiln-run --repeat`) and ONNX Runtime (tools/bench/ort_bench.js) alternately, with
-warm-up, and reports latencies (the best of each round's repeats, median over rounds) and the
+warm-up, and reports the machine (CPU model and vector ISA; docs/performance.md keeps one section per
+machine), latencies (the best of each round's repeats, median over rounds) and the
 ratio kiln/ORT. Outputs of both runtimes are
 compared in the same run. It also measures the FMA peak (tools/bench/fma_peak.c), GEMM kernels
 in GFLOP/s and as a fraction of that peak, each runtime's load-to-ready time and peak resident
@@ -35,7 +36,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(TOP, "tests", "models"))
 import export_models  # noqa: E402
 
-MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "transformer"]
+MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0", "transformer"]
 GEMMS = [(1024, 1024, 1024), (128, 768, 768), (128, 3072, 768), (3136, 64, 576)]  # M, N, K
 
 
@@ -202,14 +203,44 @@ def variants_table(rows, quick):
     return "\n".join(lines) + "\n"
 
 
-def write_docs(md, begin, end):
+def write_docs(md, begin, end, per_machine=False):
+    """Replaces the text between the markers; per_machine: only this machine's section in it
+    (<!-- machine: NAME --> ... <!-- /machine -->), appended when it has none yet."""
     path = os.path.join(TOP, "docs", "performance.md")
     with open(path) as f:
         doc = f.read()
+    if per_machine:
+        start, stop = f"<!-- machine: {machine()} -->", "<!-- /machine -->"
+        section = f"{start}\n{md}{stop}\n"
+        inner = doc[doc.index(begin) + len(begin):doc.index(end)]
+        if start in inner:
+            a = inner.index(start)
+            inner = inner[:a] + section + inner[inner.index(stop, a) + len(stop) + 1:]
+        else:
+            inner = inner + section
+        md = inner.lstrip("\n")
     doc = doc[:doc.index(begin) + len(begin)] + "\n" + md + doc[doc.index(end):]
     with open(path, "w") as f:
         f.write(doc)
     print(f"wrote {path}", file=sys.stderr)
+
+
+def isa():
+    """The vector ISA kiln's heuristics see here, from the kernel's CPU flags."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((l.split(":", 1)[1].split() for l in f if l.startswith(("flags", "Features"))), [])
+    if "avx512f" in flags:
+        extra = [x for x in ("avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni") if x in flags]
+        return "AVX-512" + (f" ({', '.join(extra)})" if extra else "")
+    if "avx2" in flags:
+        return "AVX2" + (" (avx_vnni)" if "avx_vnni" in flags else "")
+    if "asimd" in flags:
+        return "NEON" + (" (dotprod)" if "asimddp" in flags else "")
+    return "SSE"
+
+
+def machine():
+    return f"{cpu_model()}, {isa()}"
 
 
 def cpu_model():
@@ -223,7 +254,9 @@ def cpu_model():
 def table(rows, gemms, peak, quick):
     commit = sh(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]).strip()
     lines = [
-        f"Measured {datetime.date.today().isoformat()} on {cpu_model()} ({os.cpu_count()} cores), "
+        f"### {machine()}",
+        "",
+        f"Measured {datetime.date.today().isoformat()} on {cpu_model()} ({isa()}, {os.cpu_count()} cores), "
         f"commit {commit}{' (--quick)' if quick else ''}, by `tools/bench/run_benchmarks.py`.",
         f"FMA peak measured by `fma_peak`: **{peak:.1f} GFLOP/s per core** (fp32).",
         "",
@@ -291,7 +324,7 @@ def main():
     md = table(rows, gemms, peak, a.quick)
     print(md)
     if a.write_docs:
-        write_docs(md, "<!-- bench:begin -->", "<!-- bench:end -->")
+        write_docs(md, "<!-- bench:begin -->", "<!-- bench:end -->", per_machine=True)
     if not all(r["outputs_agree"] for r in rows) or not all(g["ok"] for g in gemms):
         sys.exit("kiln and the reference disagree: see the table")
 

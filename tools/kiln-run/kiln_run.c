@@ -37,7 +37,10 @@ static void usage(FILE* f) {
           "  --output-dir DIR       write each output as DIR/NAME.npy\n"
           "  --threads N            threads running the kernels, this one included (default 1)\n"
           "  --repeat N             time N runs after a warm-up: latency_ms min and median\n"
-          "  --profile              per-launch times (launches of a group run one at a time)\n"
+          "  --profile              per-launch times, GFLOP/s and the model nodes computed\n"
+          "                         (launches of a group then run one at a time)\n"
+          "  --peak GFLOPS          with --profile: each launch's share of this FMA peak per core\n"
+          "                         times the threads (tools/bench/fma_peak measures it)\n"
           "  --trace FILE.json      the last run as a Chrome trace (Perfetto, chrome://tracing)\n"
           "  --info                 print the load time, tensors and launches; run nothing\n"
           "  --selftest             run the package's embedded self-test\n"
@@ -144,6 +147,7 @@ int main(int argc, char** argv) {
   const char* in_file[MAX_INPUTS];
   const char* trace_file = NULL;
   const char* variant = NULL;
+  double peak = 0;
   int n_in = 0, threads = 1, repeat = 0, profile = 0, info = 0, selftest = 0;
   uint8_t keys[MAX_KEYS][32];
   size_t n_keys = 0;
@@ -183,6 +187,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       if (read_public_key(v, keys[n_keys++])) return 2;
+    } else if (!strncmp(a, "--peak", 6) && (v = VALUE("--peak"))) {
+      peak = atof(v);
+      if (peak <= 0) {
+        fprintf(stderr,
+                "kiln-run: --peak wants GFLOP/s per core (tools/bench/fma_peak measures it)\n");
+        return 2;
+      }
     } else if (!strncmp(a, "--variant", 9) && (v = VALUE("--variant"))) {
       variant = v;
     } else if (!strncmp(a, "--trace", 7) && (v = VALUE("--trace"))) {
@@ -328,8 +339,9 @@ int main(int argc, char** argv) {
       kiln_session_launch_profile(session, l, &k, &runs, &ms);
       total += runs ? ms / (double)runs : 0.0;
     }
-    printf("%-6s %-5s %-8s %5s %10s %6s  %s\n", "launch", "group", "kernel", "tasks", "mean_ms",
-           "%", "computes");
+    printf("%-6s %-5s %-8s %5s %10s %6s %8s %6s  %s\n", "launch", "group", "kernel", "tasks",
+           "mean_ms", "%", "GFLOP/s", "peak%", "computes");
+    double total_flops = 0;
     for (size_t l = 0; l < nl; ++l) {
       size_t k;
       uint64_t runs;
@@ -341,10 +353,16 @@ int main(int argc, char** argv) {
       kiln_model_kernel_name(model, k, &name);
       kiln_model_launch_info(model, l, &li);
       double mean = runs ? ms / (double)runs : 0.0;
-      printf("%-6zu %-5zu %-8s %5zu %10.4f %6.2f  %s\n", l, li.group, name, li.num_tasks, mean,
-             total > 0 ? 100.0 * mean / total : 0.0, li.label);
+      double gflops = mean > 0 ? (double)li.flops / (mean * 1e6) : 0.0;
+      total_flops += (double)li.flops;
+      char peak_text[16] = "-";
+      if (peak > 0 && li.flops)
+        snprintf(peak_text, sizeof peak_text, "%.1f", 100.0 * gflops / (peak * threads));
+      printf("%-6zu %-5zu %-8s %5zu %10.4f %6.2f %8.2f %6s  %s\n", l, li.group, name, li.num_tasks,
+             mean, total > 0 ? 100.0 * mean / total : 0.0, gflops, peak_text, li.label);
     }
-    printf("total_ms: %.4f (launches one at a time)\n", total);
+    printf("total_ms: %.4f (launches one at a time), %.3f GFLOP, %.2f GFLOP/s\n", total,
+           total_flops * 1e-9, total > 0 ? total_flops / (total * 1e6) : 0.0);
   }
   if (out_dir) {
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {

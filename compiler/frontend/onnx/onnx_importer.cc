@@ -254,6 +254,41 @@ void Importer::check_option_names(
                                               "' (parameters: " + list(params) + ")");
 }
 
+namespace {
+
+// ONNX 1.12's shape inference for convolutions reads past its vectors (a segfault, not an
+// exception) when the weight has more axes than the data input: it takes one kernel extent per
+// weight axis past the second and indexes the data's spatial axes with them (found by fuzzing:
+// tests/fuzz/onnx/found-conv-weight-rank.onnx). Such a model is invalid; say so, naming the node,
+// before shape inference sees it. (Other rank errors are reported by the op importers.)
+std::vector<std::string> conv_rank_problems(const onnx::GraphProto& graph, int opset) {
+  static const std::set<std::string> kConvs = {"Conv", "ConvTranspose", "ConvInteger"};
+  std::map<std::string, int> rank;  // the ranks the model declares
+  auto declare = [&](const onnx::ValueInfoProto& vi) {
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+      rank[vi.name()] = vi.type().tensor_type().shape().dim_size();
+  };
+  for (const auto& vi : graph.input()) declare(vi);
+  for (const auto& vi : graph.value_info()) declare(vi);
+  for (const auto& t : graph.initializer()) rank[t.name()] = t.dims_size();
+  std::vector<std::string> problems;
+  for (const auto& node : graph.node()) {
+    if (!kConvs.count(node.op_type()) || node.input_size() < 2) continue;
+    std::string where =
+        "node '" +
+        (node.name().empty() ? (node.output_size() ? node.output(0) : "?") : node.name()) + "' (" +
+        node.op_type() + ", opset " + std::to_string(opset) + ")";
+    auto x = rank.find(node.input(0)), w = rank.find(node.input(1));
+    if (x != rank.end() && w != rank.end() && w->second != x->second)
+      problems.push_back(where + ": weight '" + node.input(1) + "' has rank " +
+                         std::to_string(w->second) + " and input '" + node.input(0) + "' rank " +
+                         std::to_string(x->second) + " (they must be equal)");
+  }
+  return problems;
+}
+
+}  // namespace
+
 void Importer::run(onnx::ModelProto& m) {
   int opset = -1;
   std::vector<std::string> problems;
@@ -286,6 +321,11 @@ void Importer::run(onnx::ModelProto& m) {
     } catch (const std::exception& e) {
       throw Error(std::string("the ONNX checker rejects the model: ") + e.what());
     }
+  }
+  problems = conv_rank_problems(m.graph(), opset);
+  if (!problems.empty()) {
+    invalid = true;
+    report();
   }
   try {
     onnx::ShapeInferenceOptions so{false, 0, false};

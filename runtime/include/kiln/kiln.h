@@ -213,6 +213,7 @@ typedef struct kiln_launch_info {
   size_t group;
   size_t num_tasks;
   const char* label;
+  uint64_t flops; /* appended: floating-point operations per run (0: unknown, format < 2.3) */
 } kiln_launch_info;
 KILN_API kiln_status kiln_model_launch_count(const kiln_model* model, size_t* out_count);
 KILN_API kiln_status kiln_model_launch_info(const kiln_model* model, size_t index,
