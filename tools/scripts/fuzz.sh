@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A longer fuzzing campaign than the suite's 60 s per target: tools/scripts/fuzz.sh HOURS
+# A longer fuzzing campaign than the suite's fixed-count runs (about a minute per target): tools/scripts/fuzz.sh HOURS
 # (default 1) splits HOURS over the three libFuzzer targets (package, onnx, graph_file), run one
 # after another with random seeds and corpora that keep growing in build/fuzz_campaign (the
 # suite's own runs use a fixed seed and start from the seeds each time).
