@@ -112,6 +112,20 @@ TEST(CodegenShape, PaddedLaneAxesMaskTheirLastGroup) {
 
 // The optimization levels mean different code: 0 scalar loops in one task, 1 vectors and tasks
 // without register tiles or unrolls, 2 register tiles with the reduction unrolled.
+// exp (here inside SiLU) converts its exponent to integers a whole vector at a time: a vector
+// llvm.fptosi.sat was scalarized by LLVM's x86 backend into one vcvttss2si per lane.
+TEST(CodegenShape, ExpConvertsItsExponentAsAVector) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 64, 64});
+    g.add_output("y", silu(x).uop());
+    std::string asm_text = assembly_for(g, c).assembly;
+    EXPECT_EQ(count_matches(asm_text, "cvttss2si"), 0) << c.name;
+    EXPECT_GT(count_matches(asm_text, "vcvttps2dq\\s+" + std::string(c.vector_register)), 0)
+        << c.name;
+  }
+}
+
 TEST(CodegenShape, OptLevelsDiffer) {
   for (const Cpu& c : kCpus) {
     std::vector<std::vector<Opt>> opts;
