@@ -18,7 +18,10 @@
 //    of the reduction's kernel instead of being recomputed in the consumer's inner loop;
 //  - a reduction, or an elementwise node computed from one, with several consumers is kept, so
 //    it is computed once (a residual block's output feeds the next block's convolution and its
-//    skip connection).
+//    skip connection). Uses that are all elementwise at the node's own index and end in one
+//    node count as one (SiLU's x * sigmoid(x), GELU): the consumer reads the node at one index,
+//    which hash-consing makes one value, so the activation becomes the reduction's epilogue
+//    (rangeify's merged_uses).
 #pragma once
 
 #include <cstdint>

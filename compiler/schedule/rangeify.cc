@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "compiler/ir/printer.h"
 #include "compiler/ir/rewrite.h"
@@ -251,10 +252,11 @@ class Lowerer {
   }
 
   // How many computing nodes read each node, looking through movement ops (a PAD read by two
-  // convolutions counts twice for the node it pads).
+  // convolutions counts twice for the node it pads). Uses that all end in one elementwise node
+  // count once (merged_uses).
   void count_consumers() {
     std::vector<const UOp*> order = g_.sink()->toposort();
-    std::unordered_map<const UOp*, int64_t> direct;
+    std::unordered_map<const UOp*, std::vector<const UOp*>> users;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const UOp* u = *it;
       int64_t weight = (is_movement_like(u->op) ? std::max<int64_t>(1, consumers_[u]) : 1);
@@ -263,8 +265,62 @@ class Lowerer {
         if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
         seen.push_back(s);
         consumers_[s] += weight;
+        users[s].push_back(u);
       }
     }
+    std::unordered_set<const UOp*> outputs;
+    for (const GraphOutput& out : g_.outputs()) outputs.insert(out.node);
+    for (const UOp* s : order)
+      if (consumers_[s] > 1 && merged_uses(s, users, outputs)) consumers_[s] = 1;
+  }
+
+  // True when every use of `s` is elementwise at s's own index and all of them end in one node m
+  // (x * sigmoid(x), gelu's x * (1 + erf(x / sqrt 2))): wherever m is computed, the uses read s
+  // at one index, which hash-consing makes one value, so inlining s computes it once. A use
+  // through a movement op (another index), a reduction or a graph output is not merged.
+  static bool merged_uses(const UOp* s,
+                          const std::unordered_map<const UOp*, std::vector<const UOp*>>& users,
+                          const std::unordered_set<const UOp*>& outputs) {
+    // One movement node that every use goes through (a reduction's reshape to its output
+    // shape) is one index: the uses are looked at after it.
+    for (int hops = 0; hops < 8 && !outputs.count(s); ++hops) {
+      auto it = users.find(s);
+      if (it == users.end() || it->second.size() != 1 || !is_movement_like(it->second[0]->op))
+        break;
+      s = it->second[0];
+    }
+    if (!s->has_shape() || outputs.count(s) || !users.count(s)) return false;
+    auto elementwise_here = [&](const UOp* u) {
+      return (ops::alu().has(u->op) || u->op == Op::CAST) && u->has_shape() &&
+             u->shape() == s->shape();
+    };
+    auto in = [](const std::vector<const UOp*>& v, const UOp* u) {
+      return std::find(v.begin(), v.end(), u) != v.end();
+    };
+    for (const UOp* u : users.at(s))
+      if (!elementwise_here(u)) return false;
+    // s and the elementwise nodes its uses run through; a node with another use (or an output)
+    // is an exit.
+    std::vector<const UOp*> region = {s};
+    int exits = 0;
+    for (size_t i = 0; i < region.size(); ++i) {
+      auto it = users.find(region[i]);
+      bool exit = outputs.count(region[i]) > 0 || it == users.end();
+      if (it != users.end())
+        for (const UOp* u : it->second) {
+          if (in(region, u)) continue;
+          if (!elementwise_here(u)) {
+            exit = true;
+          } else if (region.size() >= 32) {
+            return false;
+          } else {
+            region.push_back(u);
+          }
+        }
+      exits += exit;
+      if (exits > 1) return false;
+    }
+    return exits == 1;
   }
 
   static bool is_movement_like(Op op) {

@@ -129,6 +129,28 @@ TEST(PlanGolden, ConvFollowedByConstantBatchNormHasNoNormKernel) {
     EXPECT_EQ(count_ops(prog.ast, Op::SQRT) + count_ops(prog.ast, Op::FDIV), 0);
 }
 
+// SiLU after a convolution, x * sigmoid(x): the convolution's output has two uses, both
+// elementwise at its own index and ending in one node, so it is the convolution's epilogue
+// (computed once) instead of a kernel of its own; a use at another index keeps it.
+TEST(PlanGolden, SiluIsTheEpilogueOfTheConvolutionBeforeIt) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 6, 6});
+  Tensor w = Tensor::weight(g, "w", filled(dtypes::float32, {16, 8, 1, 1}, 0.1));
+  Tensor c = conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1});
+  g.add_output("y", silu(c).uop());
+  Plan p = plan_and_check(g);
+  EXPECT_EQ(p.launches.size(), 1u);
+  EXPECT_EQ(count_ops(p.programs[0].ast, Op::REDUCE), 1);
+
+  Graph h;
+  Tensor hx = Tensor::input(h, "x", dtypes::float32, {1, 8, 6, 6});
+  Tensor hw = Tensor::weight(h, "w", filled(dtypes::float32, {16, 8, 1, 1}, 0.1));
+  Tensor hc = conv(hx, hw, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1});
+  h.add_output("y", hc.sigmoid().mul(hc.flip({3})).uop());  // another index: computed once
+  Plan q = plan_and_check(h);
+  EXPECT_EQ(q.launches.size(), 2u);
+}
+
 TEST(PlanGolden, DiamondGivesThreeGroups) {
   Graph g;
   Tensor a = Tensor::input(g, "a", dtypes::float32, {16, 16});
