@@ -22,7 +22,7 @@ echo "ok: the install tree is exactly layout.txt ($(wc -l < "$work/want.txt") fi
 # Everything below uses the tree from somewhere else: nothing may point back at the build.
 mv "$work/installed" "$work/moved"
 p=$work/moved
-readelf -d "$p/lib/libkiln_rt.so" | grep -q 'SONAME.*libkiln_rt.so.0.1' || fail "soname"
+grep -q 'SONAME.*libkiln_rt.so.0.1' <<< "$(readelf -d "$p/lib/libkiln_rt.so")" || fail "soname"
 
 cmake -S "$here/app" -B "$work/cmake-app" -G Ninja -DCMAKE_PREFIX_PATH="$p" > "$work/cmake.log" ||
   { cat "$work/cmake.log"; fail "find_package(kiln_rt) failed"; }
@@ -38,8 +38,12 @@ echo "ok: find_package(kiln_rt) and pkg-config builds"
 "$work/cmake-app/app" "$package" > "$work/out_cmake.txt"
 "$work/cmake-app/app_static" "$package" > "$work/out_static.txt"
 "$work/app_pkg_config" "$package" > "$work/out_pkg_config.txt"
-ldd "$work/cmake-app/app_static" | grep -q libkiln_rt && fail "app_static links libkiln_rt.so"
-ldd "$work/app_pkg_config" | grep -q "$p/lib/libkiln_rt.so" || fail "app_pkg_config does not use the install"
+# (ldd's output captured first: `ldd | grep -q` under pipefail fails whenever grep's early exit
+# kills ldd with SIGPIPE, which made this test flaky.)
+deps_static=$(ldd "$work/cmake-app/app_static")
+deps_pc=$(ldd "$work/app_pkg_config")
+grep -q libkiln_rt <<< "$deps_static" && fail "app_static links libkiln_rt.so"
+grep -q "$p/lib/libkiln_rt.so" <<< "$deps_pc" || fail "app_pkg_config does not use the install"
 PYTHONPATH=$p/lib/python3/dist-packages KILN_RT_LIBRARY= /usr/bin/python3 - "$package" > "$work/out_python.txt" <<'PY'
 import sys
 import numpy as np
