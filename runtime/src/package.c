@@ -286,11 +286,11 @@ kiln_status kiln_select_variant(kiln_loader* ld) {
 kiln_status kiln_use_variant(kiln_loader* ld, uint32_t v) {
   fbr* R = &ld->r;
   ld->variant = ld->variants[v];
-  if (v == 0) return KILN_OK; /* (the root's code, as verify_header found it) */
   ld->code_size =
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_CODE)), 1, &ld->code);
   KILN_FB_CHECK(R);
-  if (!ld->code || !ld->code_size) return kiln_loader_invalid("a variant without kernel code");
+  if (!ld->static_id && (!ld->code || !ld->code_size))
+    return kiln_loader_invalid("a variant without kernel code");
   return KILN_OK;
 }
 
@@ -319,12 +319,8 @@ kiln_status kiln_package_load(kiln_model* m, int verify_checksums, const kiln_tr
   if (st == KILN_OK) st = kiln_select_variant(&ld);
   /* Every variant is verified as a package of its own (the others' code is mapped and released,
    * never run); the chosen one last, and kept. */
-  uint64_t root_code = ld.code;
-  uint32_t root_code_size = ld.code_size;
   for (uint32_t k = 1; k <= m->num_variants && st == KILN_OK; ++k) {
     uint32_t v = (m->variant + k) % m->num_variants;
-    ld.code = root_code;
-    ld.code_size = root_code_size;
     st = kiln_use_variant(&ld, v);
     if (st == KILN_OK) st = load_variant(&ld);
     if (st != KILN_OK && m->num_variants > 1)
