@@ -209,6 +209,27 @@ TEST(OnnxImporter, SquaringPowIsAMultiply) {
   }
 }
 
+// Dropout's training_mode is a bool: a constant false is inference (the input passes through),
+// a constant true is refused as random dropout (as a vision transformer's export has it).
+TEST(OnnxImporter, DropoutTakesABoolTrainingMode) {
+  for (bool training : {false, true}) {
+    ModelBuilder b;
+    b.input("x", {2, 3});
+    auto* t = b.g().add_initializer();
+    t->set_name("mode");
+    t->set_data_type(onnx::TensorProto::BOOL);
+    t->add_int32_data(training ? 1 : 0);
+    b.node("Dropout", {"x", "", "mode"}, {"y"}, "drop");
+    b.output("y", {2, 3});
+    std::string msg = import_error(b);
+    if (training)
+      EXPECT_NE(msg.find("node 'drop' (Dropout, opset 13): training_mode=1"), std::string::npos)
+          << msg;
+    else
+      EXPECT_EQ(msg, "");
+  }
+}
+
 TEST(OnnxImporter, FreezeMakesACompileTimeInputAConstant) {
   ModelBuilder b;
   b.input("x", {2, 6});

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Real models end to end: exports resnet18, mobilenet_v2, squeezenet1_1 and a 2-layer
-TransformerEncoder with seeded random weights (export_models.py), compiles each with
+"""Real models end to end: exports resnet18, mobilenet_v2, squeezenet1_1, a 2-layer
+TransformerEncoder, an LSTM classifier and a GRU tagger with seeded random weights
+(export_models.py), compiles each with
 `kilnc compile`, runs it with `kiln-run`, and compares with PyTorch's output on the same input:
-max |diff| <= 1e-3 * max |reference|, and the same top-1 class for the classifiers. Compile time
+max |diff| <= 1e-3 * max |reference|, and the same top-1 class for the image classifiers. Compile time
 is printed; over 60 s fails.
 
 Usage: check_real_models.py KILNC KILN_RUN WORK_DIR [NAME ...]
@@ -13,6 +14,7 @@ import sys
 import time
 
 import numpy as np
+import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -20,13 +22,16 @@ import export_models  # noqa: E402
 
 COMPILE_LIMIT_S = 60.0
 TOLERANCE = 1e-3
+IMAGE_CLASSIFIERS = {"resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0"}
+DEFAULT = ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer", "lstm_classifier",
+           "gru_tagger"]
 
 
 def check(name, kilnc, kiln_run, work):
     export_models.export(name, work)
     d = os.path.join(work, name)
     pkg = os.path.join(d, "model.kiln")
-    input_name = "ids" if name == "transformer" else "input"
+    input_name = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False).graph.input[0].name
     t0 = time.monotonic()
     subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", pkg], check=True)
     compile_s = time.monotonic() - t0
@@ -45,11 +50,11 @@ def check(name, kilnc, kiln_run, work):
         diff, scale = float(np.abs(got - ref).max()), float(np.abs(ref).max())
         if not diff <= TOLERANCE * scale:
             problems.append(f"max |diff| {diff:.3g} > {TOLERANCE} * max |ref| ({scale:.3g})")
-        if name != "transformer" and int(got.argmax()) != int(ref.argmax()):
+        if name in IMAGE_CLASSIFIERS and int(got.argmax()) != int(ref.argmax()):
             problems.append(f"top-1 {int(got.argmax())}, PyTorch says {int(ref.argmax())}")
     if compile_s > COMPILE_LIMIT_S:
         problems.append(f"compile took {compile_s:.1f} s (limit {COMPILE_LIMIT_S:.0f} s)")
-    top1 = "" if name == "transformer" else f", top-1 {int(got.argmax())}"
+    top1 = f", top-1 {int(got.argmax())}" if name in IMAGE_CLASSIFIERS else ""
     print(f"{name:14s} compile {compile_s:5.1f} s, run {run_s:5.2f} s, max |diff| {diff:.3g} "
           f"(= {diff / scale:.2g} x max |ref|){top1}: {'ok' if not problems else 'FAILED'}")
     for p in problems:
@@ -61,7 +66,7 @@ def main():
     if len(sys.argv) < 4:
         sys.exit("usage: check_real_models.py KILNC KILN_RUN WORK_DIR [NAME ...]")
     kilnc, kiln_run, work = sys.argv[1:4]
-    names = sys.argv[4:] or ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer"]
+    names = sys.argv[4:] or DEFAULT
     ok = [check(n, kilnc, kiln_run, work) for n in names]
     print(f"real models: {sum(ok)} of {len(ok)} match PyTorch")
     sys.exit(0 if all(ok) else 1)

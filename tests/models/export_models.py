@@ -6,6 +6,11 @@ and PyTorch's output on it: OUT_DIR/NAME/{model.onnx, input.npy, reference.npy}.
   resnet50, efficientnet_b0                the same, for the benchmarks
   transformer                              embedding of int64 ids (1x128, vocab 1000) + a 2-layer
                                            nn.TransformerEncoder (d_model 256, 4 heads, ffn 1024)
+  lstm_classifier                          embedding of int64 ids (2x40, vocab 1000), a
+                                           bidirectional batch_first LSTM (64 -> 2x96), a second
+                                           LSTM (192 -> 128), a linear head on the last step
+  gru_tagger                               float frames (2x50x40), a 2-layer batch_first GRU
+                                           (40 -> 64), a linear head on every step
 
 No pretrained weights are downloaded. torchvision's init leaves batch norms as identities (and
 mobilenet_v2's activations near zero), so every batch norm gets seeded random statistics and
@@ -32,6 +37,39 @@ class Transformer(torch.nn.Module):
 
     def forward(self, ids):
         return self.encoder(self.embed(ids))
+
+
+class LstmClassifier(torch.nn.Module):
+    def __init__(self, vocab=1000, embed=64, hidden=96, hidden2=128, classes=10):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, embed)
+        self.lstm1 = torch.nn.LSTM(embed, hidden, batch_first=True, bidirectional=True)
+        self.lstm2 = torch.nn.LSTM(2 * hidden, hidden2, batch_first=True)
+        self.head = torch.nn.Linear(hidden2, classes)
+
+    def forward(self, ids):
+        y, _ = self.lstm1(self.embed(ids))
+        y, _ = self.lstm2(y)
+        return self.head(y[:, -1])
+
+
+class GruTagger(torch.nn.Module):
+    def __init__(self, features=40, hidden=64, tags=12):
+        super().__init__()
+        self.gru = torch.nn.GRU(features, hidden, num_layers=2, batch_first=True)
+        self.head = torch.nn.Linear(hidden, tags)
+
+    def forward(self, frames):
+        y, _ = self.gru(frames)
+        return self.head(y)
+
+
+def recurrent(name):
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    if name == "lstm_classifier":
+        return LstmClassifier().eval(), torch.randint(0, 1000, (2, 40), generator=g), "ids"
+    return GruTagger().eval(), torch.randn(2, 50, 40, generator=g), "frames"
 
 
 def classifier(name):
@@ -66,6 +104,8 @@ MODELS = {
     "resnet50": lambda: classifier("resnet50"),  # benchmarks only (tools/bench)
     "efficientnet_b0": lambda: classifier("efficientnet_b0"),  # benchmarks only
     "transformer": transformer,
+    "lstm_classifier": lambda: recurrent("lstm_classifier"),
+    "gru_tagger": lambda: recurrent("gru_tagger"),
 }
 
 

@@ -496,6 +496,7 @@ const OpRegistry& op_registry() {
     register_nn_ops(reg);
     register_misc_ops(reg);
     register_loss_ops(reg);
+    register_recurrent_ops(reg);
     return reg;
   }();
   return r;

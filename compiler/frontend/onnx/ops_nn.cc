@@ -361,8 +361,9 @@ void register_nn_ops(OpRegistry& r) {
   r["Dropout"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     if (n.has_input(2) && n.input_is_const(2)) {
-      std::vector<int64_t> t = n.const_ints(2);
-      if (!t.empty() && t[0]) n.unsupported("training_mode=1 (random dropout)");
+      // training_mode is a bool tensor (integers are accepted too).
+      const NDArray& t = n.const_input(2);
+      if (t.numel() && t.get(0).as_double() != 0) n.unsupported("training_mode=1 (random dropout)");
     } else if (n.has_input(2)) {
       n.unsupported("a training_mode that is not a constant");
     }
