@@ -230,6 +230,23 @@ TEST(OnnxImporter, DropoutTakesABoolTrainingMode) {
   }
 }
 
+TEST(OnnxImporter, ResizeWithBothScalesAndSizesIsRefused) {
+  ModelBuilder b;
+  b.input("x", {1, 1, 2, 2});
+  auto* sc = b.g().add_initializer();
+  sc->set_name("scales");
+  sc->set_data_type(onnx::TensorProto::FLOAT);
+  sc->add_dims(4);
+  for (float v : {1.0f, 1.0f, 2.0f, 2.0f}) sc->add_float_data(v);
+  b.int64_init("sizes", {1, 1, 4, 4});
+  b.node("Resize", {"x", "", "scales", "sizes"}, {"y"}, "up");
+  b.output("y", {1, 1, 4, 4});
+  std::string msg = import_error(b);
+  EXPECT_NE(msg.find("node 'up' (Resize, opset 13): both scales and sizes are given"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(OnnxImporter, FreezeMakesACompileTimeInputAConstant) {
   ModelBuilder b;
   b.input("x", {2, 6});

@@ -11,6 +11,10 @@ and PyTorch's output on it: OUT_DIR/NAME/{model.onnx, input.npy, reference.npy}.
                                            LSTM (192 -> 128), a linear head on the last step
   gru_tagger                               float frames (2x50x40), a 2-layer batch_first GRU
                                            (40 -> 64), a linear head on every step
+  unet                                     a small U-Net segmenter (1x3x96x128): three conv
+                                           stages down, a decoder upsampling by Resize (nearest,
+                                           bilinear, bilinear with align_corners) with skip
+                                           concatenations, a 1x1 head to 5 classes
 
 No pretrained weights are downloaded. torchvision's init leaves batch norms as identities (and
 mobilenet_v2's activations near zero), so every batch norm gets seeded random statistics and
@@ -64,6 +68,39 @@ class GruTagger(torch.nn.Module):
         return self.head(y)
 
 
+def conv_block(cin, cout):
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.BatchNorm2d(cout), torch.nn.ReLU(),
+        torch.nn.Conv2d(cout, cout, 3, padding=1), torch.nn.BatchNorm2d(cout), torch.nn.ReLU())
+
+
+class UNet(torch.nn.Module):
+    def __init__(self, classes=5):
+        super().__init__()
+        self.down1, self.down2, self.down3 = conv_block(3, 16), conv_block(16, 32), conv_block(32, 64)
+        self.up2, self.up1 = conv_block(64 + 32, 32), conv_block(32 + 16, 16)
+        self.head = torch.nn.Conv2d(16, classes, 1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        d1 = self.down1(x)
+        d2 = self.down2(f.max_pool2d(d1, 2))
+        d3 = self.down3(f.max_pool2d(d2, 2))
+        u2 = self.up2(torch.cat([f.interpolate(d3, scale_factor=2, mode="nearest"), d2], 1))
+        u1 = torch.cat([f.interpolate(u2, scale_factor=2, mode="bilinear", align_corners=False),
+                        d1], 1)
+        y = self.head(self.up1(u1))
+        return f.interpolate(y, size=(120, 160), mode="bilinear", align_corners=True)
+
+
+def unet():
+    torch.manual_seed(0)
+    model = UNet()
+    randomize_batch_norms(model)
+    model.eval()
+    return model, torch.randn(1, 3, 96, 128, generator=torch.Generator().manual_seed(1)), "input"
+
+
 def recurrent(name):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
@@ -75,6 +112,13 @@ def recurrent(name):
 def classifier(name):
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(weights=None)
+    randomize_batch_norms(model)
+    model.eval()
+    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+    return model, x, "input"
+
+
+def randomize_batch_norms(model):
     g = torch.Generator().manual_seed(2)
     with torch.no_grad():
         for m in model.modules():
@@ -84,9 +128,6 @@ def classifier(name):
                 m.bias.copy_(0.1 * torch.randn(n, generator=g))
                 m.running_mean.copy_(0.1 * torch.randn(n, generator=g))
                 m.running_var.copy_(0.5 + torch.rand(n, generator=g))
-    model.eval()
-    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
-    return model, x, "input"
 
 
 def transformer():
@@ -106,6 +147,7 @@ MODELS = {
     "transformer": transformer,
     "lstm_classifier": lambda: recurrent("lstm_classifier"),
     "gru_tagger": lambda: recurrent("gru_tagger"),
+    "unet": unet,
 }
 
 

@@ -92,6 +92,7 @@ void register_nn_ops(OpRegistry& r);
 void register_misc_ops(OpRegistry& r);
 void register_loss_ops(OpRegistry& r);
 void register_recurrent_ops(OpRegistry& r);
+void register_resize_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
 

@@ -497,6 +497,7 @@ const OpRegistry& op_registry() {
     register_misc_ops(reg);
     register_loss_ops(reg);
     register_recurrent_ops(reg);
+    register_resize_ops(reg);
     return reg;
   }();
   return r;
