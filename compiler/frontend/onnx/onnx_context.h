@@ -47,6 +47,9 @@ class NodeContext {
   std::vector<int64_t> const_ints(size_t i);
   std::vector<double> const_floats(size_t i);
   bool input_is_const(size_t i);
+  // Whether a tensor built here is a compile-time constant, and its value.
+  bool is_const(const Tensor& t);
+  const NDArray& eval_const(const Tensor& t);
 
   bool has_attr(const std::string& a) const;
   int64_t attr_int(const std::string& a, std::optional<int64_t> dflt = std::nullopt);
@@ -58,13 +61,17 @@ class NodeContext {
                                   std::optional<std::vector<double>> dflt = std::nullopt);
   const onnx::TensorProto* attr_tensor(const std::string& a);
   const onnx::GraphProto* attr_graph(const std::string& a);
+  // Builds graph attribute `a` (an If branch, a Scan body) inline with its inputs bound to
+  // `inputs`; returns its outputs. A problem inside names the inner node.
+  std::vector<Tensor> subgraph(const std::string& a, const std::vector<Tensor>& inputs);
 
   size_t num_outputs() const { return static_cast<size_t>(node_.output_size()); }
   bool wants_output(size_t i) const {
     return static_cast<int>(i) < node_.output_size() && !node_.output(static_cast<int>(i)).empty();
   }
-  // Shape inference's element type of output i (or -1).
+  // Shape inference's element type of output i (or -1), and of any value by name.
   int output_type(size_t i) const;
+  int value_type(const std::string& name) const;
 
   // A new weight holding `a` (named after the node).
   Tensor constant(NDArray a);
@@ -93,6 +100,7 @@ void register_misc_ops(OpRegistry& r);
 void register_loss_ops(OpRegistry& r);
 void register_recurrent_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
+void register_control_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
 

@@ -19,6 +19,8 @@ namespace onnxfe {
 // A node whose input comes from a node that could not be built: skipped, not reported again.
 struct DependsOnFailure {};
 
+std::string node_where(const onnx::NodeProto& node, int opset);
+
 class Importer {
  public:
   Importer(Graph& g, const OnnxImportOptions& o, std::string dir)
@@ -29,6 +31,10 @@ class Importer {
                       const NDArray& value);
   void check_option_names(const onnx::GraphProto& graph,
                           const std::unordered_map<std::string, const onnx::TensorProto*>& inits);
+  void import_node(const onnx::NodeProto& node, int opset);
+  std::vector<Tensor> import_subgraph(const onnx::GraphProto& body,
+                                      const std::vector<Tensor>& inputs, int opset,
+                                      const std::string& what);
 
   Graph& g_;
   const OnnxImportOptions& opts_;
@@ -69,6 +75,94 @@ class Importer {
 
 // ---------------------------------------------------------------- NodeContext
 
+std::string node_where(const onnx::NodeProto& node, int opset) {
+  return "node '" +
+         (node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?"))
+                              : node.name()) +
+         "' (" + node.op_type() + ", opset " + std::to_string(opset) + ")";
+}
+
+// One node through its handler; throws Unsupported, Error or DependsOnFailure.
+void Importer::import_node(const onnx::NodeProto& node, int opset) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    throw Unsupported("domain '" + node.domain() + "' is not supported");
+  const OpRegistry& reg = op_registry();
+  auto it = reg.find(node.op_type());
+  if (it == reg.end()) throw Unsupported("unsupported op");
+  // Below opset 7, an op is built as its opset-7 definition when that definition was already
+  // in force at the model's opset (most ops); older definitions (e.g. with the legacy
+  // consumed_inputs attribute) are reported.
+  if (opset < 7) {
+    const auto* at_model = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
+    const auto* at_7 = onnx::OpSchemaRegistry::Schema(node.op_type(), 7);
+    if (!at_model || !at_7 || at_model->SinceVersion() != at_7->SinceVersion())
+      throw Unsupported(
+          "kiln implements this op from its opset-7 definition; the model uses an older one");
+  }
+  NodeContext ctx(*this, node, opset);
+  std::vector<Tensor> out = it->second(ctx);
+  std::vector<const UOp*> results;
+  for (size_t i = 0; i < out.size() && static_cast<int>(i) < node.output_size(); ++i)
+    if (!node.output(static_cast<int>(i)).empty()) {
+      values_[node.output(static_cast<int>(i))] = out[i];
+      if (out[i].valid()) results.push_back(out[i].uop());
+    }
+  g_.label_origin(results, !node.name().empty() ? node.name()
+                           : node.output_size() ? node.output(0)
+                                                : node.op_type());
+}
+
+// A subgraph (an If branch, a Scan or Loop body) built inline: its inputs bound to `inputs`, the
+// enclosing scope's values visible, its own names dropped afterwards. The first problem inside is
+// thrown, prefixed with the body's name and the inner node.
+std::vector<Tensor> Importer::import_subgraph(const onnx::GraphProto& body,
+                                              const std::vector<Tensor>& inputs, int opset,
+                                              const std::string& what) {
+  if (body.input_size() != static_cast<int>(inputs.size()))
+    throw Error(what + " takes " + std::to_string(body.input_size()) + " inputs, given " +
+                std::to_string(inputs.size()));
+  auto saved = values_;
+  auto restore = [&] { values_ = std::move(saved); };
+  try {
+    for (const auto& vi : body.value_info())
+      if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();
+    for (const auto& vi : body.output())
+      if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();
+    for (int i = 0; i < body.input_size(); ++i) values_[body.input(i).name()] = inputs[static_cast<size_t>(i)];
+    for (const auto& t : body.initializer())
+      values_[t.name()] = Tensor::weight(g_, g_.fresh_name(t.name()), tensor_data(t, dir_));
+    for (const auto& node : body.node()) {
+      try {
+        import_node(node, opset);
+      } catch (const Unsupported& e) {
+        throw Unsupported(what + ": " + node_where(node, opset) + ": " + e.what(), e.hints());
+      } catch (const DependsOnFailure&) {
+        throw;
+      } catch (const Error& e) {
+        throw Error(what + ": " + node_where(node, opset) + ": " + e.what());
+      }
+    }
+    std::vector<Tensor> out;
+    for (const auto& o : body.output()) {
+      auto it = values_.find(o.name());
+      if (it == values_.end()) throw Error(what + ": output '" + o.name() + "' is not computed");
+      out.push_back(it->second);
+    }
+    restore();
+    return out;
+  } catch (...) {
+    restore();
+    throw;
+  }
+}
+
+std::vector<Tensor> NodeContext::subgraph(const std::string& a, const std::vector<Tensor>& inputs) {
+  const onnx::GraphProto* g = attr_graph(a);
+  if (!g) invalid("attribute '" + a + "' (a graph) is missing");
+  return imp_.import_subgraph(*g, inputs, opset_, "in '" + a + "'");
+}
+
+
 NodeContext::NodeContext(Importer& imp, const onnx::NodeProto& node, int opset)
     : imp_(imp), node_(node), opset_(opset) {
   name_ =
@@ -94,6 +188,14 @@ const NDArray& NodeContext::const_input(size_t i) {
 
 bool NodeContext::input_is_const(size_t i) {
   return imp_.depends_on_input(input(i).uop()).empty();
+}
+
+bool NodeContext::is_const(const Tensor& t) {
+  return imp_.depends_on_input(t.uop()).empty();
+}
+
+const NDArray& NodeContext::eval_const(const Tensor& t) {
+  return imp_.eval_.eval(t.uop());
 }
 
 std::vector<int64_t> NodeContext::const_ints(size_t i) {
@@ -176,6 +278,11 @@ const onnx::TensorProto* NodeContext::attr_tensor(const std::string& a) {
 const onnx::GraphProto* NodeContext::attr_graph(const std::string& a) {
   const auto* p = attr(a);
   return p && p->has_g() ? &p->g() : nullptr;
+}
+
+int NodeContext::value_type(const std::string& name) const {
+  auto it = imp_.types_.find(name);
+  return it == imp_.types_.end() ? -1 : it->second;
 }
 
 int NodeContext::output_type(size_t i) const {
@@ -422,47 +529,10 @@ void Importer::run(onnx::ModelProto& m) {
     }
   }
 
-  const OpRegistry& reg = op_registry();
   for (const auto& node : graph.node()) {
-    std::string where =
-        "node '" +
-        (node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?"))
-                             : node.name()) +
-        "' (" + node.op_type() + ", opset " + std::to_string(opset) + ")";
-    if (!node.domain().empty() && node.domain() != "ai.onnx") {
-      problems.push_back(where + ": domain '" + node.domain() + "' is not supported");
-      continue;
-    }
-    auto it = reg.find(node.op_type());
-    if (it == reg.end()) {
-      problems.push_back(where + ": unsupported op");
-      continue;
-    }
-    // Below opset 7, an op is built as its opset-7 definition when that definition was already
-    // in force at the model's opset (most ops); older definitions (e.g. with the legacy
-    // consumed_inputs attribute) are reported.
-    if (opset < 7) {
-      const auto* at_model = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
-      const auto* at_7 = onnx::OpSchemaRegistry::Schema(node.op_type(), 7);
-      if (!at_model || !at_7 || at_model->SinceVersion() != at_7->SinceVersion()) {
-        problems.push_back(
-            where +
-            ": kiln implements this op from its opset-7 definition; the model uses an older one");
-        continue;
-      }
-    }
-    NodeContext ctx(*this, node, opset);
+    std::string where = node_where(node, opset);
     try {
-      std::vector<Tensor> out = it->second(ctx);
-      std::vector<const UOp*> results;
-      for (size_t i = 0; i < out.size() && static_cast<int>(i) < node.output_size(); ++i)
-        if (!node.output(static_cast<int>(i)).empty()) {
-          values_[node.output(static_cast<int>(i))] = out[i];
-          if (out[i].valid()) results.push_back(out[i].uop());
-        }
-      g_.label_origin(results, !node.name().empty() ? node.name()
-                               : node.output_size() ? node.output(0)
-                                                    : node.op_type());
+      import_node(node, opset);
     } catch (const DependsOnFailure&) {
       // an input comes from a node already reported
     } catch (const Unsupported& e) {
@@ -498,6 +568,7 @@ const OpRegistry& op_registry() {
     register_loss_ops(reg);
     register_recurrent_ops(reg);
     register_resize_ops(reg);
+    register_control_ops(reg);
     return reg;
   }();
   return r;

@@ -1,0 +1,234 @@
+// Control flow: If and Scan, with their subgraphs built inline.
+//
+// If: a condition known at compile time (a constant, or folded from one) builds only the branch
+// it takes. A run-time condition builds both branches and selects each output elementwise
+// (`where`); If branches have no side effects, so this is exact, at the cost of computing both.
+// It needs outputs of one dtype and shape per branch, and branches that cannot trap on values the
+// untaken branch never meant to see (no integer division). A conditional group in the schedule
+// (only the taken branch runs) is the next step (ARCHITECTURE §8).
+//
+// Scan: the iteration count is the length of the scanned axis, static in a package, so the body
+// is unrolled: each iteration's states feed the next, scan outputs are stacked.
+//
+// Loop: unrolled the same way when the trip count and every iteration's condition are known at
+// compile time (constants, or folded from them; up to kMaxUnrolledTrips iterations). A trip count
+// or condition computed at run time needs a loop group in the schedule (ARCHITECTURE §8) and is
+// reported.
+#include <algorithm>
+#include <functional>
+
+#include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/tensor/indexing.h"
+
+namespace kiln::onnxfe {
+
+namespace {
+
+using V = std::vector<Tensor>;
+
+// Integer division or modulo anywhere in a graph (nested subgraphs included).
+bool divides_integers(const onnx::GraphProto& g, const std::function<int(const std::string&)>& type) {
+  for (const auto& node : g.node()) {
+    if ((node.op_type() == "Div" || node.op_type() == "Mod") && node.output_size()) {
+      int t = type(node.output(0));
+      if (t != onnx::TensorProto::FLOAT && t != onnx::TensorProto::DOUBLE &&
+          t != onnx::TensorProto::FLOAT16 && t != onnx::TensorProto::BFLOAT16)
+        return true;
+    }
+    for (const auto& a : node.attribute()) {
+      if (a.has_g() && divides_integers(a.g(), type)) return true;
+      for (const auto& sg : a.graphs())
+        if (divides_integers(sg, type)) return true;
+    }
+  }
+  return false;
+}
+
+V if_op(NodeContext& n) {
+  Tensor cond = n.input(0);
+  if (cond.numel() != 1) n.invalid("cond must hold one element, got " + shape_str(cond.shape()));
+  if (n.input_is_const(0)) {
+    bool taken = n.const_input(0).get(0).as_double() != 0;
+    return n.subgraph(taken ? "then_branch" : "else_branch", {});
+  }
+  V a = n.subgraph("then_branch", {}), b = n.subgraph("else_branch", {});
+  if (a.size() != b.size())
+    n.invalid("then_branch has " + std::to_string(a.size()) + " outputs, else_branch " +
+              std::to_string(b.size()));
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].dtype() != b[i].dtype())
+      n.invalid("output " + std::to_string(i) + " is " + a[i].dtype().str() +
+                " in then_branch and " + b[i].dtype().str() + " in else_branch");
+    if (a[i].shape() != b[i].shape())
+      n.unsupported("a run-time condition whose branches give output " + std::to_string(i) +
+                    " different shapes (" + shape_str(a[i].shape()) + " and " +
+                    shape_str(b[i].shape()) + ")");
+  }
+  auto type = [&n](const std::string& name) { return n.value_type(name); };
+  for (const char* br : {"then_branch", "else_branch"})
+    if (divides_integers(*n.attr_graph(br), type))
+      n.unsupported(std::string("a run-time condition with integer division in ") + br +
+                    " (both branches run, and the untaken one could divide by zero)");
+  Tensor c = cond.reshape({});
+  V out;
+  for (size_t i = 0; i < a.size(); ++i) out.push_back(c.where(a[i], b[i]));
+  return out;
+}
+
+// x without axis `axis` at index i.
+Tensor take(const Tensor& x, int64_t axis, int64_t i) {
+  std::vector<std::pair<int64_t, int64_t>> b;
+  for (int64_t d = 0; d < x.ndim(); ++d) b.push_back(d == axis ? std::make_pair(i, i + 1)
+                                                                : std::make_pair<int64_t, int64_t>(0, x.dim(d)));
+  return x.shrink(b).squeeze({axis});
+}
+
+// Scan-9+ over states and scan inputs (no batch axis); returns final states + scan outputs.
+V scan(NodeContext& n, const V& states, const V& inputs) {
+  size_t m = inputs.size();
+  std::vector<int64_t> in_axes = n.attr_ints("scan_input_axes", std::vector<int64_t>(m, 0));
+  std::vector<int64_t> in_dirs = n.attr_ints(n.opset() < 9 ? "directions" : "scan_input_directions",
+                                             std::vector<int64_t>(m, 0));
+  if (in_axes.size() != m || in_dirs.size() != m)
+    n.invalid("scan_input_axes and scan_input_directions need one value per scan input");
+  int64_t trips = -1;
+  for (size_t k = 0; k < m; ++k) {
+    in_axes[k] = norm_axis(in_axes[k], inputs[k].ndim(), n);
+    int64_t len = inputs[k].dim(in_axes[k]);
+    if (trips >= 0 && len != trips)
+      n.invalid("scan inputs have different lengths (" + std::to_string(trips) + " and " +
+                std::to_string(len) + ")");
+    trips = len;
+  }
+  if (trips < 0) n.invalid("Scan needs at least one scan input");
+  V carried = states;
+  std::vector<V> per_step;
+  for (int64_t t = 0; t < trips; ++t) {
+    V args = carried;
+    for (size_t k = 0; k < m; ++k)
+      args.push_back(take(inputs[k], in_axes[k], in_dirs[k] ? trips - 1 - t : t));
+    V out = n.subgraph("body", args);
+    if (out.size() < carried.size())
+      n.invalid("the body gives " + std::to_string(out.size()) + " outputs for " +
+                std::to_string(carried.size()) + " states");
+    for (size_t s = 0; s < carried.size(); ++s) {
+      if (out[s].shape() != carried[s].shape() || out[s].dtype() != carried[s].dtype())
+        n.invalid("state " + std::to_string(s) + " changes from " + shape_str(carried[s].shape()) +
+                  " to " + shape_str(out[s].shape()) + " in the body");
+      carried[s] = out[s];
+    }
+    per_step.emplace_back(out.begin() + static_cast<std::ptrdiff_t>(carried.size()), out.end());
+  }
+  size_t k_out = per_step.empty() ? 0 : per_step[0].size();
+  std::vector<int64_t> out_axes = n.attr_ints("scan_output_axes", std::vector<int64_t>(k_out, 0));
+  std::vector<int64_t> out_dirs =
+      n.attr_ints("scan_output_directions", std::vector<int64_t>(k_out, 0));
+  if (out_axes.size() != k_out || out_dirs.size() != k_out)
+    n.invalid("scan_output_axes and scan_output_directions need one value per scan output");
+  V result = carried;
+  for (size_t j = 0; j < k_out; ++j) {
+    int64_t axis = norm_axis(out_axes[j], per_step[0][j].ndim() + 1, n);
+    V rows;
+    for (int64_t t = 0; t < trips; ++t)
+      rows.push_back(per_step[static_cast<size_t>(out_dirs[j] ? trips - 1 - t : t)][j].unsqueeze(axis));
+    result.push_back(concat(rows, axis));
+  }
+  return result;
+}
+
+constexpr int64_t kMaxUnrolledTrips = 4096;
+
+V loop_op(NodeContext& n) {
+  int64_t trips = kMaxUnrolledTrips + 1;  // no M: until the condition stops it
+  if (n.has_input(0)) {
+    std::vector<int64_t> m = n.const_ints(0);
+    if (m.size() != 1) n.invalid("M must hold one value");
+    trips = std::max<int64_t>(m[0], 0);
+  }
+  bool running = true;
+  if (n.has_input(1)) {
+    const NDArray& c = n.const_input(1);
+    if (c.numel() != 1) n.invalid("cond must hold one value");
+    running = c.get(0).as_double() != 0;
+  }
+  V carried;
+  for (size_t i = 2; i < n.num_inputs(); ++i) carried.push_back(n.input(i));
+  std::vector<V> per_step;
+  int64_t t = 0;
+  for (; running && t < trips; ++t) {
+    if (t == kMaxUnrolledTrips)
+      n.unsupported("a Loop of more than " + std::to_string(kMaxUnrolledTrips) +
+                    " iterations (unrolled at compile time)");
+    V args = {n.scalar(static_cast<double>(t), dtypes::int64),
+              Tensor::full(n.graph(), {}, 1, dtypes::bool_)};
+    args.insert(args.end(), carried.begin(), carried.end());
+    V out = n.subgraph("body", args);
+    if (out.size() < 1 + carried.size())
+      n.invalid("the body gives " + std::to_string(out.size()) + " outputs for the condition and " +
+                std::to_string(carried.size()) + " loop-carried values");
+    if (!n.is_const(out[0]))
+      n.unsupported("a Loop whose condition is computed at run time (iteration " +
+                    std::to_string(t) + ")");
+    running = n.eval_const(out[0]).get(0).as_double() != 0;
+    for (size_t s = 0; s < carried.size(); ++s) carried[s] = out[1 + s];
+    per_step.emplace_back(out.begin() + static_cast<std::ptrdiff_t>(1 + carried.size()), out.end());
+  }
+  V result = carried;
+  size_t k_out = static_cast<size_t>(std::max(0, n.attr_graph("body")->output_size() - 1 -
+                                                     static_cast<int>(carried.size())));
+  if (k_out && per_step.empty())
+    n.unsupported("a Loop that runs no iteration but has scan outputs (their shape is unknown)");
+  for (size_t j = 0; j < k_out; ++j) {
+    V rows;
+    for (const V& step : per_step) {
+      if (step[j].shape() != per_step[0][j].shape())
+        n.invalid("scan output " + std::to_string(j) + " changes shape between iterations");
+      rows.push_back(step[j].unsqueeze(0));
+    }
+    result.push_back(concat(rows, 0));
+  }
+  return result;
+}
+
+V scan_op(NodeContext& n) {
+  int64_t m = n.attr_int("num_scan_inputs");
+  if (n.opset() >= 9) {
+    int64_t states = static_cast<int64_t>(n.num_inputs()) - m;
+    if (m < 1 || states < 0) n.invalid("num_scan_inputs is " + std::to_string(m));
+    V s, x;
+    for (int64_t i = 0; i < states; ++i) s.push_back(n.input(static_cast<size_t>(i)));
+    for (int64_t i = states; i < states + m; ++i) x.push_back(n.input(static_cast<size_t>(i)));
+    return scan(n, s, x);
+  }
+  // Scan-8: input 0 is the optional sequence_lens, every other input has a batch axis 0; the
+  // body runs per batch row (directions is Scan-8's scan_input_directions).
+  if (n.has_input(0)) n.unsupported("Scan-8 with sequence_lens");
+  int64_t states = static_cast<int64_t>(n.num_inputs()) - 1 - m;
+  if (m < 1 || states < 0) n.invalid("num_scan_inputs is " + std::to_string(m));
+  int64_t batch = n.input(1).dim(0);
+  std::vector<V> rows;
+  for (int64_t b = 0; b < batch; ++b) {
+    V s, x;
+    for (int64_t i = 0; i < states; ++i) s.push_back(take(n.input(static_cast<size_t>(1 + i)), 0, b));
+    for (int64_t i = 0; i < m; ++i)
+      x.push_back(take(n.input(static_cast<size_t>(1 + states + i)), 0, b));
+    rows.push_back(scan(n, s, x));
+  }
+  V out;
+  for (size_t j = 0; j < rows[0].size(); ++j) {
+    V parts;
+    for (const V& r : rows) parts.push_back(r[j].unsqueeze(0));
+    out.push_back(concat(parts, 0));
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_control_ops(OpRegistry& r) {
+  r["If"] = if_op;
+  r["Scan"] = scan_op;
+  r["Loop"] = loop_op;
+}
+
+}  // namespace kiln::onnxfe

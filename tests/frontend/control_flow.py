@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""If, Scan and Loop beyond the node tests, each a small ONNX model run through kilnc and
+kiln-run and compared with numpy: an If on a run-time condition (both values of it), an If on a
+constant condition (only the taken branch is built: the other holds an op kiln lacks), a Scan
+with reversed input and output directions and non-zero axes, a Loop whose trip count is a
+constant and whose body stops it early through a constant condition, and a Loop nested in an If.
+Bad input is refused naming the node, and nothing is written.
+
+Usage: control_flow.py KILNC KILN_RUN WORK_DIR
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F, B, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
+
+
+def vi(name, t, shape):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def const(name, value):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value)))
+
+
+def model(nodes, inputs, outputs, inits=(), opset=16):
+    g = helper.make_graph(nodes, "m", inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def branch(name, nodes, outputs):
+    return helper.make_graph(nodes, name, [], outputs)
+
+
+def if_runtime():
+    then = branch("then", [helper.make_node("Mul", ["x", "x"], ["t"])], [vi("t", F, [2, 3])])
+    other = branch("else", [helper.make_node("Neg", ["x"], ["e"])], [vi("e", F, [2, 3])])
+    node = helper.make_node("If", ["c"], ["y"], name="pick", then_branch=then, else_branch=other)
+    return model([node], [vi("c", B, []), vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+
+
+def if_constant():
+    # The untaken branch holds Unique, which kiln does not build: the constant condition skips it.
+    then = branch("then", [helper.make_node("Relu", ["x"], ["t"])], [vi("t", F, [4])])
+    other = branch("else", [helper.make_node("Unique", ["x"], ["e"])], [vi("e", F, [4])])
+    node = helper.make_node("If", ["c"], ["y"], name="fixed", then_branch=then, else_branch=other)
+    init = numpy_helper.from_array(np.array(True), "c")
+    return model([node], [vi("x", F, [4])], [vi("y", F, [4])], [init])
+
+
+def scan_reversed():
+    # state s (3,), scan input x (3, 5) scanned over axis 1 in reverse; outputs s + x_t stacked
+    # along axis 1, in reverse.
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "x_t"], ["y_t"])],
+        "body", [vi("s_in", F, [3]), vi("x_t", F, [3])], [vi("s_out", F, [3]), vi("y_t", F, [3])])
+    node = helper.make_node("Scan", ["s0", "x"], ["s", "y"], name="scan", body=body,
+                            num_scan_inputs=1, scan_input_axes=[1], scan_input_directions=[1],
+                            scan_output_axes=[1], scan_output_directions=[1])
+    return model([node], [vi("s0", F, [3]), vi("x", F, [3, 5])], [vi("s", F, [3]), vi("y", F, [3, 5])])
+
+
+def scan_reference(s0, x):
+    s, ys = s0.copy(), []
+    for t in range(x.shape[1] - 1, -1, -1):
+        s = s + x[:, t]
+        ys.append(s * x[:, t])
+    return s, np.stack(ys[::-1], axis=1)
+
+
+def loop_stops_early():
+    # M = 10, but the body's condition (i < 3, from the iteration number) stops after 4 steps.
+    body = helper.make_graph(
+        [const("three", np.int64(3)),
+         helper.make_node("Less", ["i", "three"], ["cont"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Add", ["acc_in", "fi"], ["acc_out"]),
+         helper.make_node("Mul", ["acc_out", "x"], ["row"])],
+        "body", [vi("i", I64, []), vi("c_in", B, []), vi("acc_in", F, [2])],
+        [vi("cont", B, []), vi("acc_out", F, [2]), vi("row", F, [2])])
+    node = helper.make_node("Loop", ["M", "", "a0"], ["acc", "rows"], name="loop", body=body)
+    init = numpy_helper.from_array(np.array(10, np.int64), "M")
+    return model([node], [vi("a0", F, [2]), vi("x", F, [2])], [vi("acc", F, [2]), vi("rows", F, [4, 2])],
+                 [init])
+
+
+def loop_reference(a0, x):
+    acc, rows = a0.copy(), []
+    for i in range(10):
+        acc = acc + np.float32(i)
+        rows.append(acc * x)
+        if not i < 3:
+            break
+    return acc, np.stack(rows)
+
+
+def loop_in_if():
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["v_in", "x"], ["v_out"])],
+        "body", [vi("i", I64, []), vi("c_in", B, []), vi("v_in", F, [3])],
+        [vi("c_out", B, []), vi("v_out", F, [3])])
+    then = branch("then", [const("M", np.int64(3)), const("T", np.array(True)),
+                           helper.make_node("Loop", ["M", "T", "x"], ["t"], body=body)],
+                  [vi("t", F, [3])])
+    other = branch("else", [helper.make_node("Sub", ["x", "x"], ["e"])], [vi("e", F, [3])])
+    node = helper.make_node("If", ["c"], ["y"], name="outer", then_branch=then, else_branch=other)
+    return model([node], [vi("c", B, []), vi("x", F, [3])], [vi("y", F, [3])])
+
+
+def if_dtype_mismatch():
+    then = branch("then", [helper.make_node("Identity", ["x"], ["t"])], [vi("t", F, [2])])
+    other = branch("else", [helper.make_node("Cast", ["x"], ["e"], to=I64)], [vi("e", I64, [2])])
+    node = helper.make_node("If", ["c"], ["y"], name="mixed", then_branch=then, else_branch=other)
+    return model([node], [vi("c", B, []), vi("x", F, [2])], [vi("y", F, [2])])
+
+
+def if_integer_division():
+    then = branch("then", [helper.make_node("Div", ["a", "b"], ["t"])], [vi("t", I64, [2])])
+    other = branch("else", [helper.make_node("Identity", ["a"], ["e"])], [vi("e", I64, [2])])
+    node = helper.make_node("If", ["c"], ["y"], name="divides", then_branch=then, else_branch=other)
+    return model([node], [vi("c", B, []), vi("a", I64, [2]), vi("b", I64, [2])], [vi("y", I64, [2])])
+
+
+def loop_runtime_condition():
+    body = helper.make_graph(
+        [helper.make_node("ReduceSum", ["v_in"], ["s"], keepdims=0),
+         const("ten", np.float32(10)),
+         helper.make_node("Less", ["s", "ten"], ["c_out"]),
+         helper.make_node("Add", ["v_in", "v_in"], ["v_out"])],
+        "body", [vi("i", I64, []), vi("c_in", B, []), vi("v_in", F, [2])],
+        [vi("c_out", B, []), vi("v_out", F, [2])])
+    node = helper.make_node("Loop", ["M", "", "x"], ["y"], name="until", body=body)
+    init = numpy_helper.from_array(np.array(8, np.int64), "M")
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], [init])
+
+
+def compile_and_run(kilnc, kiln_run, work, name, m, data):
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
+                   check=True, capture_output=True)
+    args = []
+    for k, v in data.items():
+        np.save(os.path.join(d, f"{k}.npy"), v)
+        args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
+    out = os.path.join(d, "out")
+    subprocess.run([kiln_run, os.path.join(d, "m.kiln"), *args, "--output-dir", out], check=True,
+                   capture_output=True)
+    return [np.load(os.path.join(out, f"{o.name}.npy")) for o in m.graph.output]
+
+
+def matches(name, got, want):
+    ok = len(got) == len(want) and all(
+        g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-6) for g, w in zip(got, want))
+    print(f"{name:28s} {'ok' if ok else 'FAILED'}")
+    if not ok:
+        print(f"  got {got}\n  want {want}")
+    return ok
+
+
+def refused(kilnc, work, name, m, node, want):
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    pkg = os.path.join(d, "m.kiln")
+    r = subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", pkg],
+                       capture_output=True, text=True)
+    ok = r.returncode != 0 and want in r.stderr and f"node '{node}'" in r.stderr \
+        and not os.path.exists(pkg)
+    print(f"{name:28s} refused: {'ok' if ok else 'FAILED'}" + ("" if ok else f" ({r.stderr.strip()})"))
+    return ok
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit("usage: control_flow.py KILNC KILN_RUN WORK_DIR")
+    kilnc, kiln_run, work = sys.argv[1:]
+    rng = np.random.default_rng(3)
+    ok = []
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    for c in (True, False):
+        got = compile_and_run(kilnc, kiln_run, work, f"if_runtime_{c}", if_runtime(),
+                              {"c": np.array(c), "x": x})
+        ok.append(matches(f"if on a run-time {c}", got, [x * x if c else -x]))
+    v = rng.standard_normal(4).astype(np.float32)
+    got = compile_and_run(kilnc, kiln_run, work, "if_constant", if_constant(), {"x": v})
+    ok.append(matches("if on a constant", got, [np.maximum(v, 0)]))
+    s0, xs = rng.standard_normal(3).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    got = compile_and_run(kilnc, kiln_run, work, "scan_reversed", scan_reversed(), {"s0": s0, "x": xs})
+    ok.append(matches("scan reversed, axis 1", got, list(scan_reference(s0, xs))))
+    a0, x2 = rng.standard_normal(2).astype(np.float32), rng.standard_normal(2).astype(np.float32)
+    got = compile_and_run(kilnc, kiln_run, work, "loop_stops_early", loop_stops_early(),
+                          {"a0": a0, "x": x2})
+    ok.append(matches("loop stopped by its body", got, list(loop_reference(a0, x2))))
+    x3 = rng.standard_normal(3).astype(np.float32)
+    for c in (True, False):
+        got = compile_and_run(kilnc, kiln_run, work, f"loop_in_if_{c}", loop_in_if(),
+                              {"c": np.array(c), "x": x3})
+        ok.append(matches(f"loop inside an if ({c})", got, [4 * x3 if c else 0 * x3]))
+    ok.append(refused(kilnc, work, "if_dtype_mismatch", if_dtype_mismatch(), "mixed",
+                      "output 0 is float32 in then_branch and int64 in else_branch"))
+    ok.append(refused(kilnc, work, "if_integer_division", if_integer_division(), "divides",
+                      "integer division in then_branch"))
+    ok.append(refused(kilnc, work, "loop_runtime_condition", loop_runtime_condition(), "until",
+                      "a Loop whose condition is computed at run time"))
+    print(f"control flow: {sum(ok)} of {len(ok)} checks pass")
+    sys.exit(0 if all(ok) else 1)
+
+
+if __name__ == "__main__":
+    main()
