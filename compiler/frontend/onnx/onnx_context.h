@@ -101,6 +101,7 @@ void register_loss_ops(OpRegistry& r);
 void register_recurrent_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_control_ops(OpRegistry& r);
+void register_sampling_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
 

@@ -569,6 +569,7 @@ const OpRegistry& op_registry() {
     register_recurrent_ops(reg);
     register_resize_ops(reg);
     register_control_ops(reg);
+    register_sampling_ops(reg);
     return reg;
   }();
   return r;
