@@ -12,6 +12,7 @@
 
 #include "compiler/support/error.h"
 #include "compiler/tensor/eager.h"
+#include "compiler/tensor/nn.h"
 #include "compiler/tensor/tensor.h"
 
 namespace kiln::onnxfe {
@@ -102,11 +103,14 @@ void register_recurrent_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_control_ops(OpRegistry& r);
 void register_sampling_ops(OpRegistry& r);
+void register_quantize_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
 
 // Helpers shared by the families.
 int64_t norm_axis(int64_t axis, int64_t rank, const NodeContext& n);
 NDArray make_array(DType d, const Shape& s, const std::vector<double>& values);
+// A Conv-like node's strides, pads (or auto_pad), dilations and group for input x, weight w.
+ConvParams conv_params(NodeContext& n, const Tensor& x, const Tensor& w);
 
 }  // namespace kiln::onnxfe

@@ -570,6 +570,7 @@ const OpRegistry& op_registry() {
     register_resize_ops(reg);
     register_control_ops(reg);
     register_sampling_ops(reg);
+    register_quantize_ops(reg);
     return reg;
   }();
   return r;

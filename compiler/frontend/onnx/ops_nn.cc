@@ -269,15 +269,18 @@ Tensor einsum(NodeContext& n) {
 
 }  // namespace
 
+ConvParams conv_params(NodeContext& n, const Tensor& x, const Tensor& w) {
+  std::vector<int64_t> kernel = weight_kernel(n, x, w);
+  Spatial sp = spatial(n, x, n.attr_ints("kernel_shape", kernel));
+  return {sp.strides, sp.pads, sp.dilations, n.attr_int("group", 1)};
+}
+
 void register_nn_ops(OpRegistry& r) {
   r["Conv"] = [](NodeContext& n) {
     Tensor x = n.input(0), w = n.input(1);
-    std::vector<int64_t> kernel = weight_kernel(n, x, w);
-    Spatial sp = spatial(n, x, n.attr_ints("kernel_shape", kernel));
     std::optional<Tensor> bias;
     if (n.has_input(2)) bias = n.input(2);
-    return V{conv(x, w, bias ? &*bias : nullptr,
-                  {sp.strides, sp.pads, sp.dilations, n.attr_int("group", 1)})};
+    return V{conv(x, w, bias ? &*bias : nullptr, conv_params(n, x, w))};
   };
   r["ConvTranspose"] = [](NodeContext& n) { return V{conv_transpose(n)}; };
   r["MaxPool"] = [](NodeContext& n) { return V{pool(n, true)}; };

@@ -1,0 +1,164 @@
+// Quantization ops (opsets 10-17), built as the spec defines them, exactly:
+// QuantizeLinear, DequantizeLinear (per tensor or per axis), DynamicQuantizeLinear, and the
+// integer ops MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
+//
+// Integer contractions run in int32 (operands widened, zero points subtracted first), so their
+// results are exact; requantization is float32 (accumulator × combined scale), rounded half to
+// even and saturated to the output type. These are reference kernels: correct on every CPU, with
+// none of the dot-product instructions (VNNI, sdot) yet — fused integer kernels that use them are
+// issue #16's next step.
+#include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/tensor/linalg.h"
+
+namespace kiln::onnxfe {
+
+namespace {
+
+using V = std::vector<Tensor>;
+
+std::pair<double, double> type_range(DType d) {
+  if (d == dtypes::uint8) return {0, 255};
+  if (d == dtypes::int8) return {-128, 127};
+  if (d == dtypes::int32) return {-2147483648.0, 2147483647.0};
+  if (d == dtypes::uint16) return {0, 65535};
+  if (d == dtypes::int16) return {-32768, 32767};
+  return {0, 0};
+}
+
+// A per-tensor scale/zero point (a scalar or one value), or a per-axis one (1-D, along `axis` of
+// x), reshaped to broadcast against x. The axis is checked only when it is used.
+Tensor along(NodeContext& n, const Tensor& p, const Tensor& x, int64_t axis, const char* what) {
+  if (p.ndim() == 0 || (p.ndim() == 1 && p.dim(0) == 1)) return p.reshape({});
+  int64_t a = norm_axis(axis, x.ndim(), n);
+  if (p.ndim() != 1 || p.dim(0) != x.dim(a))
+    n.invalid(std::string(what) + " is " + shape_str(p.shape()) + ": a scalar or one value per " +
+              "element of axis " + std::to_string(a) + " (" + std::to_string(x.dim(a)) + ")");
+  Shape s(static_cast<size_t>(x.ndim()), 1);
+  s[static_cast<size_t>(a)] = x.dim(a);
+  return p.reshape(s);
+}
+
+// round half to even, saturate to `to`'s range, convert.
+Tensor saturate(const Tensor& x, DType to) {
+  auto [lo, hi] = type_range(to);
+  return x.round().maximum(lo).minimum(hi).cast(to);
+}
+
+V quantize_linear(NodeContext& n) {
+  Tensor x = n.input(0), scale = n.input(1);
+  if (!x.dtype().is_float()) n.invalid("x must be a float tensor");
+  DType out = dtypes::uint8;
+  Tensor zp;
+  if (n.has_input(2)) {
+    zp = n.input(2);
+    out = zp.dtype();
+  }
+  if (out != dtypes::uint8 && out != dtypes::int8)
+    n.unsupported("a quantized type other than uint8 and int8 (" + out.str() + ")");
+  int64_t axis = n.attr_int("axis", 1);
+  Tensor s = along(n, scale, x, axis, "y_scale").cast(dtypes::float32);
+  Tensor q = x.cast(dtypes::float32).div(s).round();
+  if (zp.valid()) q = q.add(along(n, zp, x, axis, "y_zero_point").cast(dtypes::float32));
+  return V{saturate(q, out)};
+}
+
+V dequantize_linear(NodeContext& n) {
+  Tensor x = n.input(0), scale = n.input(1);
+  if (!x.dtype().is_int()) n.invalid("x must be an integer tensor");
+  int64_t axis = n.attr_int("axis", 1);
+  Tensor v = x.cast(dtypes::int32);
+  if (n.has_input(2)) {
+    Tensor zp = n.input(2);
+    if (zp.dtype() != x.dtype()) n.invalid("x_zero_point must have x's type");
+    v = v.sub(along(n, zp, x, axis, "x_zero_point").cast(dtypes::int32));
+  }
+  Tensor s = along(n, scale, x, axis, "x_scale");
+  return V{v.cast(s.dtype()).mul(s)};
+}
+
+V dynamic_quantize_linear(NodeContext& n) {
+  Tensor x = n.input(0).cast(dtypes::float32);
+  // The range always holds 0, so 0 is exact; scale maps it onto [0, 255].
+  Tensor lo = x.min().minimum(0.0), hi = x.max().maximum(0.0);
+  Tensor scale = hi.sub(lo).div(255.0);
+  Tensor zp = saturate(lo.neg().div(scale), dtypes::uint8);
+  Tensor y = saturate(x.div(scale).round().add(zp.cast(dtypes::float32)), dtypes::uint8);
+  return V{y, scale, zp};
+}
+
+// x widened to int32 with its zero point (scalar, or per row/channel along `axis`) taken off.
+Tensor centered(NodeContext& n, const Tensor& x, size_t zp_input, int64_t axis, const char* what) {
+  if (x.dtype() != dtypes::uint8 && x.dtype() != dtypes::int8)
+    n.unsupported(std::string(what) + " of type " + x.dtype().str() + " (uint8 and int8 are)");
+  Tensor v = x.cast(dtypes::int32);
+  if (!n.has_input(zp_input)) return v;
+  Tensor zp = n.input(zp_input);
+  if (zp.dtype() != x.dtype()) n.invalid(std::string(what) + "'s zero point must have its type");
+  return v.sub(along(n, zp, x, axis, what).cast(dtypes::int32));
+}
+
+V matmul_integer(NodeContext& n) {
+  Tensor a = n.input(0), b = n.input(1);
+  // a's zero point: scalar or per row (axis -2); b's: scalar or per column (axis -1).
+  Tensor ac = centered(n, a, 2, a.ndim() >= 2 ? -2 : -1, "A");
+  Tensor bc = centered(n, b, 3, -1, "B");
+  return V{matmul(ac, bc)};
+}
+
+V conv_integer(NodeContext& n) {
+  Tensor x = n.input(0), w = n.input(1);
+  ConvParams p = conv_params(n, x, w);
+  return V{conv(centered(n, x, 2, 1, "x"), centered(n, w, 3, 0, "w"), nullptr, p)};
+}
+
+// acc (int32) × (a_scale × b_scale / y_scale), + y_zero_point, saturated to y's type.
+Tensor requantize(NodeContext& n, const Tensor& acc, const Tensor& in_scale,
+                  const Tensor& w_scale, size_t y_scale, size_t y_zp) {
+  Tensor ys = n.input(y_scale).reshape({});
+  Tensor zp = n.input(y_zp);
+  Tensor r = acc.cast(dtypes::float32).mul(in_scale.mul(w_scale).div(ys)).round();
+  r = r.add(zp.reshape({}).cast(dtypes::float32));
+  return saturate(r, zp.dtype());
+}
+
+V qlinear_matmul(NodeContext& n) {
+  Tensor a = n.input(0), b = n.input(3);
+  Tensor ac = centered(n, a, 2, a.ndim() >= 2 ? -2 : -1, "a");
+  Tensor bc = centered(n, b, 5, -1, "b");
+  Tensor acc = matmul(ac, bc);
+  // a_scale per row of the result (axis -2), b_scale per column (axis -1).
+  Tensor as = along(n, n.input(1), acc, -2, "a_scale");
+  Tensor bs = along(n, n.input(4), acc, -1, "b_scale");
+  return V{requantize(n, acc, as, bs, 6, 7)};
+}
+
+V qlinear_conv(NodeContext& n) {
+  Tensor x = n.input(0), w = n.input(3);
+  ConvParams p = conv_params(n, x, w);
+  Tensor acc = conv(centered(n, x, 2, 1, "x"), centered(n, w, 5, 0, "w"), nullptr, p);
+  if (n.has_input(8)) {
+    Tensor bias = n.input(8);
+    if (bias.dtype() != dtypes::int32) n.invalid("B must be int32");
+    Shape bs(static_cast<size_t>(acc.ndim()), 1);
+    bs[1] = acc.dim(1);
+    acc = acc.add(bias.reshape(bs));
+  }
+  Tensor xs = n.input(1).reshape({});
+  // w_scale: per tensor or per output channel (axis 1 of the accumulator).
+  Tensor ws = along(n, n.input(4), acc, 1, "w_scale");
+  return V{requantize(n, acc, xs, ws, 6, 7)};
+}
+
+}  // namespace
+
+void register_quantize_ops(OpRegistry& r) {
+  r["QuantizeLinear"] = quantize_linear;
+  r["DequantizeLinear"] = dequantize_linear;
+  r["DynamicQuantizeLinear"] = dynamic_quantize_linear;
+  r["MatMulInteger"] = matmul_integer;
+  r["ConvInteger"] = conv_integer;
+  r["QLinearMatMul"] = qlinear_matmul;
+  r["QLinearConv"] = qlinear_conv;
+}
+
+}  // namespace kiln::onnxfe

@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""The quantization ops against a numpy implementation of the ONNX spec, bit for bit: QLinearConv
+and ConvInteger on odd channel counts, padding, strides, dilation, groups and depthwise, uint8
+and int8 activations, per-channel weight scales and zero points, int32 bias; QLinearMatMul and
+MatMulInteger with batch axes and per-row/per-column zero points; QuantizeLinear and
+DequantizeLinear per tensor and per axis; DynamicQuantizeLinear. Integers must be equal, floats
+equal to the last bit (the same float32 operations in the same order).
+
+Usage: quantized_ops.py KILNC KILN_RUN WORK_DIR
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+ONNX_TYPE = {np.dtype(np.uint8): onnx.TensorProto.UINT8, np.dtype(np.int8): onnx.TensorProto.INT8,
+             np.dtype(np.int32): onnx.TensorProto.INT32, np.dtype(np.float32): onnx.TensorProto.FLOAT}
+RANGE = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
+
+
+def conv_int32(x, w, stride, pad, dilation, group):
+    """int32 NCHW convolution by explicit windows."""
+    x = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    oh = (h - dilation * (kh - 1) - 1) // stride + 1
+    ow = (wd - dilation * (kw - 1) - 1) // stride + 1
+    out = np.zeros((n, m, oh, ow), np.int64)
+    mg = m // group
+    for g in range(group):
+        xs = x[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dilation:i * dilation + stride * oh:stride,
+                           j * dilation:j * dilation + stride * ow:stride]
+                out[:, g * mg:(g + 1) * mg] += np.einsum("nchw,mc->nmhw", patch,
+                                                         w[g * mg:(g + 1) * mg, :, i, j].astype(np.int64))
+    return out.astype(np.int32)
+
+
+def requantize(acc, multiplier, zp, dtype):
+    lo, hi = RANGE[np.dtype(dtype)]
+    r = np.rint(acc.astype(np.float32) * multiplier) + np.float32(zp)
+    return np.clip(r, lo, hi).astype(dtype)
+
+
+def rand_q(rng, shape, dtype):
+    lo, hi = RANGE[np.dtype(dtype)]
+    return rng.integers(lo, hi + 1, shape).astype(dtype)
+
+
+def qlinear_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, group, xdt, per_channel):
+    x = rand_q(rng, (n, c, h, w), xdt)
+    wt = rand_q(rng, (m, c // group, k, k), np.int8)
+    xs, ys = np.float32(rng.uniform(0.01, 0.05)), np.float32(rng.uniform(0.05, 0.2))
+    ws = rng.uniform(0.005, 0.03, m if per_channel else 1).astype(np.float32)
+    xzp = np.array(rng.integers(*RANGE[np.dtype(xdt)]), xdt)
+    wzp = np.zeros(m if per_channel else 1, np.int8)
+    yzp = np.array(rng.integers(0, 256), np.uint8)
+    bias = rng.integers(-2000, 2000, m).astype(np.int32)
+    acc = conv_int32(x.astype(np.int32) - np.int32(xzp), wt.astype(np.int32), stride, pad,
+                     dilation, group) + bias.reshape(1, m, 1, 1)
+    mult = (xs * ws / ys).astype(np.float32).reshape(1, -1, 1, 1)
+    want = requantize(acc, mult, yzp, np.uint8)
+    inits = {"x_scale": xs, "x_zero_point": xzp, "w": wt, "w_scale": ws if per_channel else ws[0],
+             "w_zero_point": wzp if per_channel else wzp[0], "y_scale": ys, "y_zero_point": yzp,
+             "B": bias}
+    node = helper.make_node("QLinearConv", ["x", "x_scale", "x_zero_point", "w", "w_scale",
+                                            "w_zero_point", "y_scale", "y_zero_point", "B"], ["y"],
+                            name=name, strides=[stride, stride], pads=[pad] * 4,
+                            dilations=[dilation, dilation], group=group)
+    return name, [node], {"x": x}, inits, {"y": want}
+
+
+def conv_integer_case(rng):
+    x = rand_q(rng, (1, 5, 9, 8), np.uint8)
+    wt = rand_q(rng, (7, 5, 3, 3), np.uint8)
+    xzp, wzp = np.array(131, np.uint8), np.array(3, np.uint8)
+    want = conv_int32(x.astype(np.int32) - 131, wt.astype(np.int32) - 3, 2, 1, 1, 1)
+    node = helper.make_node("ConvInteger", ["x", "w", "x_zero_point", "w_zero_point"], ["y"],
+                            name="conv_integer", strides=[2, 2], pads=[1, 1, 1, 1])
+    return "conv_integer", [node], {"x": x}, {"w": wt, "x_zero_point": xzp, "w_zero_point": wzp}, \
+        {"y": want}
+
+
+def qlinear_matmul_case(rng):
+    a = rand_q(rng, (3, 5, 37), np.int8)
+    b = rand_q(rng, (3, 37, 11), np.int8)
+    azp, bzp, yzp = np.array(-3, np.int8), np.array(2, np.int8), np.array(-7, np.int8)
+    as_, bs, ys = np.float32(0.02), np.float32(0.03), np.float32(0.4)
+    acc = np.matmul(a.astype(np.int32) + 3, b.astype(np.int32) - 2)
+    want = requantize(acc, np.float32(as_ * bs / ys), yzp, np.int8)
+    node = helper.make_node("QLinearMatMul", ["a", "a_scale", "a_zero_point", "b", "b_scale",
+                                              "b_zero_point", "y_scale", "y_zero_point"], ["y"],
+                            name="qlinear_matmul")
+    return "qlinear_matmul_batched", [node], {"a": a, "b": b}, \
+        {"a_scale": as_, "a_zero_point": azp, "b_scale": bs, "b_zero_point": bzp, "y_scale": ys,
+         "y_zero_point": yzp}, {"y": want}
+
+
+def matmul_integer_case(rng):
+    a = rand_q(rng, (6, 19), np.uint8)
+    b = rand_q(rng, (19, 13), np.int8)
+    azp = rng.integers(0, 256, 6).astype(np.uint8)     # per row
+    bzp = rng.integers(-128, 128, 13).astype(np.int8)  # per column
+    want = np.matmul(a.astype(np.int32) - azp.astype(np.int32)[:, None],
+                     b.astype(np.int32) - bzp.astype(np.int32)[None, :])
+    node = helper.make_node("MatMulInteger", ["a", "b", "a_zero_point", "b_zero_point"], ["y"],
+                            name="matmul_integer")
+    return "matmul_integer_per_row_col", [node], {"a": a, "b": b}, \
+        {"a_zero_point": azp, "b_zero_point": bzp}, {"y": want}
+
+
+def quantize_roundtrip_case(rng):
+    x = (rng.standard_normal((2, 4, 3)) * 3).astype(np.float32)
+    x[0, 0, 0] = 0.5 * 0.25  # a tie: 0.5 -> 0 (half to even)
+    s = np.array([0.25, 0.1, 0.05, 0.5], np.float32)
+    zp = np.array([0, 10, -20, 5], np.int8)
+    q = np.clip(np.rint(x / s.reshape(1, 4, 1)) + zp.reshape(1, 4, 1), -128, 127).astype(np.int8)
+    dq = (q.astype(np.int32) - zp.reshape(1, 4, 1)).astype(np.float32) * s.reshape(1, 4, 1)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], name="quantize", axis=1),
+             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["dq"], name="dequantize", axis=1)]
+    return "quantize_dequantize_per_axis", nodes, {"x": x}, {"s": s, "zp": zp}, {"q": q, "dq": dq}
+
+
+def dynamic_case(rng):
+    x = (rng.standard_normal((4, 9)) + 0.7).astype(np.float32)
+    lo, hi = min(0.0, x.min()), max(0.0, x.max())
+    scale = np.float32((np.float32(hi) - np.float32(lo)) / np.float32(255))
+    zp = np.clip(np.rint(-np.float32(lo) / scale), 0, 255).astype(np.uint8)
+    y = np.clip(np.rint(x / scale) + np.float32(zp), 0, 255).astype(np.uint8)
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "scale", "zp"], name="dynamic")
+    return "dynamic_quantize_linear", [node], {"x": x}, {}, {"y": y, "scale": scale, "zp": zp}
+
+
+def run(kilnc, kiln_run, work, case):
+    name, nodes, inputs, inits, want = case
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    g = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(k, ONNX_TYPE[v.dtype], v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(k, ONNX_TYPE[np.asarray(v).dtype], np.asarray(v).shape)
+         for k, v in want.items()],
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    args = []
+    for k, v in inputs.items():
+        np.save(os.path.join(d, f"{k}.npy"), v)
+        args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
+    subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
+                   check=True, capture_output=True)
+    subprocess.run([kiln_run, os.path.join(d, "m.kiln"), *args, "--output-dir", os.path.join(d, "out")],
+                   check=True, capture_output=True)
+    problems = []
+    for k, v in want.items():
+        got = np.load(os.path.join(d, "out", f"{k}.npy"))
+        v = np.asarray(v)
+        if got.dtype != v.dtype or got.shape != v.shape:
+            problems.append(f"{k}: {got.dtype}{got.shape}, expected {v.dtype}{v.shape}")
+        elif not np.array_equal(got, v):
+            bad = int((got != v).sum())
+            problems.append(f"{k}: {bad} of {v.size} differ (max |diff| "
+                            f"{np.abs(got.astype(np.float64) - v.astype(np.float64)).max()})")
+    print(f"{name:34s} {'ok' if not problems else 'FAILED: ' + '; '.join(problems)}")
+    return not problems
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit("usage: quantized_ops.py KILNC KILN_RUN WORK_DIR")
+    kilnc, kiln_run, work = sys.argv[1:]
+    rng = np.random.default_rng(11)
+    cases = [
+        qlinear_conv_case(rng, "qlinear_conv_odd_pad_stride", 2, 5, 11, 9, 7, 3, 2, 1, 1, 1, np.uint8, True),
+        qlinear_conv_case(rng, "qlinear_conv_int8_dilated", 1, 3, 10, 10, 6, 3, 1, 2, 2, 1, np.int8, False),
+        qlinear_conv_case(rng, "qlinear_conv_groups", 1, 6, 8, 7, 9, 3, 1, 1, 1, 3, np.uint8, True),
+        qlinear_conv_case(rng, "qlinear_conv_depthwise", 1, 13, 9, 9, 13, 3, 2, 1, 1, 13, np.uint8, True),
+        qlinear_conv_case(rng, "qlinear_conv_pointwise", 1, 17, 6, 5, 11, 1, 1, 0, 1, 1, np.int8, True),
+        conv_integer_case(rng), qlinear_matmul_case(rng), matmul_integer_case(rng),
+        quantize_roundtrip_case(rng), dynamic_case(rng),
+    ]
+    ok = [run(kilnc, kiln_run, work, c) for c in cases]
+    print(f"quantized ops: {sum(ok)} of {len(ok)} match the spec bit for bit")
+    sys.exit(0 if all(ok) else 1)
+
+
+if __name__ == "__main__":
+    main()
