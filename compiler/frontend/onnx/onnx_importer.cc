@@ -128,7 +128,8 @@ std::vector<Tensor> Importer::import_subgraph(const onnx::GraphProto& body,
       if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();
     for (const auto& vi : body.output())
       if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();
-    for (int i = 0; i < body.input_size(); ++i) values_[body.input(i).name()] = inputs[static_cast<size_t>(i)];
+    for (int i = 0; i < body.input_size(); ++i)
+      values_[body.input(i).name()] = inputs[static_cast<size_t>(i)];
     for (const auto& t : body.initializer())
       values_[t.name()] = Tensor::weight(g_, g_.fresh_name(t.name()), tensor_data(t, dir_));
     for (const auto& node : body.node()) {
@@ -161,7 +162,6 @@ std::vector<Tensor> NodeContext::subgraph(const std::string& a, const std::vecto
   if (!g) invalid("attribute '" + a + "' (a graph) is missing");
   return imp_.import_subgraph(*g, inputs, opset_, "in '" + a + "'");
 }
-
 
 NodeContext::NodeContext(Importer& imp, const onnx::NodeProto& node, int opset)
     : imp_(imp), node_(node), opset_(opset) {

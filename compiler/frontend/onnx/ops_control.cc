@@ -27,7 +27,8 @@ namespace {
 using V = std::vector<Tensor>;
 
 // Integer division or modulo anywhere in a graph (nested subgraphs included).
-bool divides_integers(const onnx::GraphProto& g, const std::function<int(const std::string&)>& type) {
+bool divides_integers(const onnx::GraphProto& g,
+                      const std::function<int(const std::string&)>& type) {
   for (const auto& node : g.node()) {
     if ((node.op_type() == "Div" || node.op_type() == "Mod") && node.output_size()) {
       int t = type(node.output(0));
@@ -78,8 +79,9 @@ V if_op(NodeContext& n) {
 // x without axis `axis` at index i.
 Tensor take(const Tensor& x, int64_t axis, int64_t i) {
   std::vector<std::pair<int64_t, int64_t>> b;
-  for (int64_t d = 0; d < x.ndim(); ++d) b.push_back(d == axis ? std::make_pair(i, i + 1)
-                                                                : std::make_pair<int64_t, int64_t>(0, x.dim(d)));
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    b.push_back(d == axis ? std::make_pair(i, i + 1)
+                          : std::make_pair<int64_t, int64_t>(0, x.dim(d)));
   return x.shrink(b).squeeze({axis});
 }
 
@@ -130,7 +132,8 @@ V scan(NodeContext& n, const V& states, const V& inputs) {
     int64_t axis = norm_axis(out_axes[j], per_step[0][j].ndim() + 1, n);
     V rows;
     for (int64_t t = 0; t < trips; ++t)
-      rows.push_back(per_step[static_cast<size_t>(out_dirs[j] ? trips - 1 - t : t)][j].unsqueeze(axis));
+      rows.push_back(
+          per_step[static_cast<size_t>(out_dirs[j] ? trips - 1 - t : t)][j].unsqueeze(axis));
     result.push_back(concat(rows, axis));
   }
   return result;
@@ -174,8 +177,8 @@ V loop_op(NodeContext& n) {
     per_step.emplace_back(out.begin() + static_cast<std::ptrdiff_t>(1 + carried.size()), out.end());
   }
   V result = carried;
-  size_t k_out = static_cast<size_t>(std::max(0, n.attr_graph("body")->output_size() - 1 -
-                                                     static_cast<int>(carried.size())));
+  size_t k_out = static_cast<size_t>(
+      std::max(0, n.attr_graph("body")->output_size() - 1 - static_cast<int>(carried.size())));
   if (k_out && per_step.empty())
     n.unsupported("a Loop that runs no iteration but has scan outputs (their shape is unknown)");
   for (size_t j = 0; j < k_out; ++j) {
@@ -209,7 +212,8 @@ V scan_op(NodeContext& n) {
   std::vector<V> rows;
   for (int64_t b = 0; b < batch; ++b) {
     V s, x;
-    for (int64_t i = 0; i < states; ++i) s.push_back(take(n.input(static_cast<size_t>(1 + i)), 0, b));
+    for (int64_t i = 0; i < states; ++i)
+      s.push_back(take(n.input(static_cast<size_t>(1 + i)), 0, b));
     for (int64_t i = 0; i < m; ++i)
       x.push_back(take(n.input(static_cast<size_t>(1 + states + i)), 0, b));
     rows.push_back(scan(n, s, x));

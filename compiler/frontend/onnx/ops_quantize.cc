@@ -112,8 +112,8 @@ V conv_integer(NodeContext& n) {
 }
 
 // acc (int32) × (a_scale × b_scale / y_scale), + y_zero_point, saturated to y's type.
-Tensor requantize(NodeContext& n, const Tensor& acc, const Tensor& in_scale,
-                  const Tensor& w_scale, size_t y_scale, size_t y_zp) {
+Tensor requantize(NodeContext& n, const Tensor& acc, const Tensor& in_scale, const Tensor& w_scale,
+                  size_t y_scale, size_t y_zp) {
   Tensor ys = n.input(y_scale).reshape({});
   Tensor zp = n.input(y_zp);
   Tensor r = acc.cast(dtypes::float32).mul(in_scale.mul(w_scale).div(ys)).round();

@@ -51,10 +51,10 @@ Tensor activate(const Activation& a, const Tensor& x) {
 // ONNX op's default where the list runs out.
 std::vector<Activation> activations(NodeContext& n, Cell cell, int64_t dirs) {
   size_t per = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 2 : 3;
-  std::vector<std::string> dflt = cell == Cell::kRnn   ? std::vector<std::string>{"Tanh"}
-                                  : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                       : std::vector<std::string>{"Sigmoid", "Tanh",
-                                                                                  "Tanh"};
+  std::vector<std::string> dflt = cell == Cell::kRnn ? std::vector<std::string>{"Tanh"}
+                                  : cell == Cell::kGru
+                                      ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                      : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
   std::vector<std::string> names;
   if (n.has_attr("activations")) {
     const onnx::AttributeProto* at = nullptr;
@@ -83,11 +83,11 @@ std::vector<Activation> activations(NodeContext& n, Cell cell, int64_t dirs) {
       double db;
     };
     static const std::map<std::string, Params> kParams = {
-        {"sigmoid", {false, 0, false, 0}},        {"tanh", {false, 0, false, 0}},
-        {"relu", {false, 0, false, 0}},           {"affine", {true, 1.0, true, 0.0}},
-        {"leakyrelu", {true, 0.01, false, 0}},    {"thresholdedrelu", {true, 1.0, false, 0}},
-        {"scaledtanh", {true, 1.0, true, 1.0}},   {"hardsigmoid", {true, 0.2, true, 0.5}},
-        {"elu", {true, 1.0, false, 0}},           {"softsign", {false, 0, false, 0}},
+        {"sigmoid", {false, 0, false, 0}},      {"tanh", {false, 0, false, 0}},
+        {"relu", {false, 0, false, 0}},         {"affine", {true, 1.0, true, 0.0}},
+        {"leakyrelu", {true, 0.01, false, 0}},  {"thresholdedrelu", {true, 1.0, false, 0}},
+        {"scaledtanh", {true, 1.0, true, 1.0}}, {"hardsigmoid", {true, 0.2, true, 0.5}},
+        {"elu", {true, 1.0, false, 0}},         {"softsign", {false, 0, false, 0}},
         {"softplus", {false, 0, false, 0}},
     };
     auto it = kParams.find(a.name);
@@ -101,19 +101,19 @@ std::vector<Activation> activations(NodeContext& n, Cell cell, int64_t dirs) {
 
 // Everything one direction's recurrence needs, in layout 0 and sliced to the direction.
 struct Direction {
-  Tensor w, r;       // (G*H, I), (G*H, H)
-  Tensor wb, rb;     // (G*H,) each, or invalid
-  Tensor p;          // LSTM peepholes (3*H,) [i o f], or invalid
-  Tensor h0, c0;     // (B, H) each
+  Tensor w, r;    // (G*H, I), (G*H, H)
+  Tensor wb, rb;  // (G*H,) each, or invalid
+  Tensor p;       // LSTM peepholes (3*H,) [i o f], or invalid
+  Tensor h0, c0;  // (B, H) each
   bool reverse = false;
   std::vector<Activation> act;  // this direction's f[, g[, h]]
 };
 
 struct Sequence {
-  Tensor x;             // (T, B, I)
-  Tensor lens;          // (B,) int, or invalid
+  Tensor x;     // (T, B, I)
+  Tensor lens;  // (B,) int, or invalid
   int64_t t = 0, b = 0, hidden = 0;
-  double clip = 0;      // 0: none
+  double clip = 0;  // 0: none
   bool linear_before_reset = false, input_forget = false;
 };
 
@@ -238,12 +238,10 @@ V recurrent(NodeContext& n, Cell cell) {
   s.hidden = n.attr_int("hidden_size", r.dim(2));
   int64_t h = s.hidden, gh = gates * h;
   if (w.shape() != Shape{dirs, gh, s.x.dim(2)})
-    n.invalid("W is " + shape_str(w.shape()) + ", expected " +
-              shape_str({dirs, gh, s.x.dim(2)}));
+    n.invalid("W is " + shape_str(w.shape()) + ", expected " + shape_str({dirs, gh, s.x.dim(2)}));
   if (r.shape() != Shape{dirs, gh, h})
     n.invalid("R is " + shape_str(r.shape()) + ", expected " + shape_str({dirs, gh, h}));
-  if (w.dtype() != s.x.dtype() || r.dtype() != s.x.dtype())
-    n.invalid("W and R must have X's type");
+  if (w.dtype() != s.x.dtype() || r.dtype() != s.x.dtype()) n.invalid("W and R must have X's type");
   s.clip = n.has_attr("clip") ? n.attr_float("clip") : 0.0;
   if (n.has_attr("clip") && s.clip <= 0) n.invalid("clip must be positive");
   s.linear_before_reset = cell == Cell::kGru && n.attr_int("linear_before_reset", 0) != 0;

@@ -18,9 +18,9 @@ namespace {
 using V = std::vector<Tensor>;
 
 struct ResizeMode {
-  std::string mode = "nearest";                     // nearest, linear, cubic
-  std::string transform = "half_pixel";             // coordinate_transformation_mode
-  std::string nearest = "round_prefer_floor";       // nearest_mode ("simple" below opset 11)
+  std::string mode = "nearest";                // nearest, linear, cubic
+  std::string transform = "half_pixel";        // coordinate_transformation_mode
+  std::string nearest = "round_prefer_floor";  // nearest_mode ("simple" below opset 11)
   double cubic_a = -0.75;
   bool exclude_outside = false;
   double extrapolation = 0.0;
@@ -35,8 +35,8 @@ struct Taps {
   std::vector<bool> outside;
 };
 
-double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, double scale,
-                         double roi_start, double roi_end) {
+double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, double scale, double roi_start,
+                         double roi_end) {
   double x = static_cast<double>(o), len = static_cast<double>(in);
   double out = scale * len;  // as the spec's reference: a float when scales are given
   const std::string& t = m.transform;
@@ -73,8 +73,8 @@ Taps axis_taps(const ResizeMode& m, int64_t in, int64_t out, double scale, doubl
   t.n = m.mode == "nearest" ? 1 : m.mode == "linear" ? 2 : 4;
   for (int64_t o = 0; o < out; ++o) {
     double x = source_coordinate(m, o, in, scale, roi_start, roi_end);
-    bool outside = m.transform == "tf_crop_and_resize" &&
-                   (x < 0 || x > static_cast<double>(in - 1));
+    bool outside =
+        m.transform == "tf_crop_and_resize" && (x < 0 || x > static_cast<double>(in - 1));
     t.outside.push_back(outside);
     if (t.n == 1) {
       t.idx.push_back(std::clamp<int64_t>(nearest_index(m, x, scale), 0, in - 1));
@@ -89,8 +89,8 @@ Taps axis_taps(const ResizeMode& m, int64_t in, int64_t out, double scale, doubl
       ratio = 1;
       left -= 1;
     }
-    std::vector<double> c = t.n == 2 ? std::vector<double>{1 - ratio, ratio}
-                                     : cubic_coeffs(ratio, m.cubic_a);
+    std::vector<double> c =
+        t.n == 2 ? std::vector<double>{1 - ratio, ratio} : cubic_coeffs(ratio, m.cubic_a);
     int64_t first = t.n == 2 ? left : left - 1;
     double sum = 0;
     for (int64_t k = 0; k < t.n; ++k) {
@@ -192,8 +192,8 @@ ResizeMode resize_mode(NodeContext& n) {
   }
   m.transform = n.attr_string("coordinate_transformation_mode", "half_pixel");
   static const std::vector<std::string> kTransforms = {
-      "half_pixel",           "pytorch_half_pixel", "align_corners", "asymmetric",
-      "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+      "half_pixel", "pytorch_half_pixel",   "align_corners",
+      "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
   if (std::find(kTransforms.begin(), kTransforms.end(), m.transform) == kTransforms.end())
     n.invalid("coordinate_transformation_mode '" + m.transform + "'");
   m.nearest = n.attr_string("nearest_mode", "round_prefer_floor");

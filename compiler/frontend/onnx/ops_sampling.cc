@@ -14,8 +14,8 @@ using V = std::vector<Tensor>;
 
 struct Sampler {
   NodeContext& n;
-  Tensor flat;            // the input, flattened (N*C*H*W)
-  Tensor base;            // (N, C, 1, 1): n*C*H*W + c*H*W
+  Tensor flat;  // the input, flattened (N*C*H*W)
+  Tensor base;  // (N, C, 1, 1): n*C*H*W + c*H*W
   int64_t h, w;
   std::string padding;
   bool align_corners;
@@ -106,8 +106,13 @@ V grid_sample(NodeContext& n) {
   std::vector<double> offsets;
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t k = 0; k < c; ++k) offsets.push_back(static_cast<double>((b * c + k) * h * w));
-  Sampler s{n, x.reshape({nb * c * h * w}),
-            n.constant(make_array(dtypes::int64, {nb, c, 1, 1}, offsets)), h, w, padding, align};
+  Sampler s{n,
+            x.reshape({nb * c * h * w}),
+            n.constant(make_array(dtypes::int64, {nb, c, 1, 1}, offsets)),
+            h,
+            w,
+            padding,
+            align};
 
   // Grid (x, y) in [-1, 1] to pixel coordinates, (N, 1, Ho, Wo) each.
   auto unnormalize = [&](int64_t k, int64_t len) {
@@ -130,7 +135,8 @@ V grid_sample(NodeContext& n) {
   if (mode == "bilinear") {
     Tensor one = tx.like(1.0);
     Tensor top = s.at(y0, x0).mul(one.sub(tx)).add(s.at(y0, x0.add(1.0)).mul(tx));
-    Tensor bottom = s.at(y0.add(1.0), x0).mul(one.sub(tx)).add(s.at(y0.add(1.0), x0.add(1.0)).mul(tx));
+    Tensor bottom =
+        s.at(y0.add(1.0), x0).mul(one.sub(tx)).add(s.at(y0.add(1.0), x0.add(1.0)).mul(tx));
     return V{top.mul(one.sub(ty)).add(bottom.mul(ty))};
   }
   std::vector<Tensor> wx = cubic_weights(tx), wy = cubic_weights(ty);
@@ -149,6 +155,8 @@ V grid_sample(NodeContext& n) {
 
 }  // namespace
 
-void register_sampling_ops(OpRegistry& r) { r["GridSample"] = grid_sample; }
+void register_sampling_ops(OpRegistry& r) {
+  r["GridSample"] = grid_sample;
+}
 
 }  // namespace kiln::onnxfe
