@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "compiler/support/error.h"
+#include "compiler/tensor/indexing.h"
 #include "compiler/tensor/weight_layout.h"
 
 namespace kiln {
@@ -169,6 +170,56 @@ Tensor max_pool(const Tensor& x, const PoolParams& p) {
   Tensor w = pad_spatial(x, g.pads, lowest).window(p.kernel, g.stride, g.dil);
   int64_t nsp = static_cast<int64_t>(p.kernel.size());
   return w.max(axes_from(x.ndim(), nsp));
+}
+
+std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, const PoolParams& p,
+                                                bool column_major) {
+  PoolGeometry g = pool_geometry(x, p, "max_pool");
+  int64_t nsp = static_cast<int64_t>(p.kernel.size());
+  double lowest = x.dtype().is_float() ? -std::numeric_limits<double>::infinity()
+                                       : static_cast<double>(dtype_min(x.dtype()));
+  Tensor w = pad_spatial(x, g.pads, lowest).window(p.kernel, g.stride, g.dil);
+  std::vector<int64_t> kaxes = axes_from(x.ndim(), nsp);
+  Tensor values = w.max(kaxes);
+  // Each input element's flat index over (N, C, spatial...), spatial row- or column-major,
+  // built from per-axis aranges (no table the size of the input).
+  Graph& gr = *x.graph();
+  Shape sp(x.shape().begin() + 2, x.shape().end());
+  int64_t plane = shape_numel(sp);
+  Shape nc = {x.dim(0), x.dim(1)};
+  for (int64_t k = 0; k < nsp; ++k) nc.push_back(1);
+  Tensor base = arange(gr, 0, static_cast<double>(x.dim(0) * x.dim(1) * plane),
+                       static_cast<double>(plane), dtypes::int64)
+                    .reshape(nc);
+  auto flat_index = [&](bool col) {
+    Tensor idx = base;
+    int64_t stride = 1;
+    for (int64_t k = 0; k < nsp; ++k) {
+      int64_t d = col ? k : nsp - 1 - k;  // the fastest-varying axis first
+      Shape s(static_cast<size_t>(nsp), 1);
+      s[static_cast<size_t>(d)] = sp[static_cast<size_t>(d)];
+      idx = idx.add(arange(gr, 0, static_cast<double>(sp[static_cast<size_t>(d)]), 1, dtypes::int64)
+                        .mul(Tensor::scalar(gr, ConstValue::of_int(stride), dtypes::int64))
+                        .reshape(s));
+      stride *= sp[static_cast<size_t>(d)];
+    }
+    return pad_spatial(idx, g.pads, 0.0).window(p.kernel, g.stride, g.dil);
+  };
+  // The first maximum in scan order (the window is scanned row-major: the smallest row-major
+  // index), as ONNX Runtime picks it; then that element's index in the requested order.
+  Tensor hit = w.eq(w.max(kaxes, true));
+  Tensor big =
+      Tensor::scalar(gr, ConstValue::of_int(std::numeric_limits<int64_t>::max()), dtypes::int64);
+  Tensor row = flat_index(false);
+  Tensor indices = hit.where(row, big).min(kaxes);
+  if (column_major) {
+    Shape keep = indices.shape();
+    keep.insert(keep.end(), static_cast<size_t>(nsp), 1);
+    Tensor first = row.eq(indices.reshape(keep));
+    Tensor none = Tensor::scalar(gr, ConstValue::of_int(-1), dtypes::int64);
+    indices = first.where(flat_index(true), none).max(kaxes);
+  }
+  return {values, indices};
 }
 
 Tensor avg_pool(const Tensor& x, const PoolParams& p) {

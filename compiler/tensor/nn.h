@@ -30,6 +30,10 @@ struct PoolParams {
 // x: (N, C, *spatial); pooling over the spatial axes.
 Tensor max_pool(const Tensor& x, const PoolParams& p);
 Tensor avg_pool(const Tensor& x, const PoolParams& p);
+// Max pooling and each maximum's flat index into x (N, C, spatial...: ONNX MaxPool's Indices),
+// spatial axes row-major, or column-major (storage_order 1); ties pick the first in scan order.
+std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, const PoolParams& p,
+                                                bool column_major);
 
 // Inference batch norm over axis 1: (x - mean) / sqrt(var + eps) * scale + bias, written as
 // x * a + b with a, b computed from the parameters (so constant folding removes them).

@@ -104,6 +104,7 @@ void register_resize_ops(OpRegistry& r);
 void register_control_ops(OpRegistry& r);
 void register_sampling_ops(OpRegistry& r);
 void register_quantize_ops(OpRegistry& r);
+void register_signal_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
 

@@ -571,6 +571,7 @@ const OpRegistry& op_registry() {
     register_control_ops(reg);
     register_sampling_ops(reg);
     register_quantize_ops(reg);
+    register_signal_ops(reg);
     return reg;
   }();
   return r;

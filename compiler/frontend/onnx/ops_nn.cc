@@ -135,9 +135,8 @@ Tensor conv_transpose(NodeContext& n) {
   return conv(xp, wt, bias ? &*bias : nullptr, p);
 }
 
-Tensor pool(NodeContext& n, bool is_max) {
+std::vector<Tensor> pool(NodeContext& n, bool is_max) {
   Tensor x = n.input(0);
-  if (is_max && n.wants_output(1)) n.unsupported("the Indices output of MaxPool");
   Spatial sp = spatial(n, x, n.attr_ints("kernel_shape"));
   PoolParams p;
   p.kernel = sp.kernel;
@@ -146,7 +145,11 @@ Tensor pool(NodeContext& n, bool is_max) {
   p.padding = sp.pads;
   p.ceil_mode = n.attr_int("ceil_mode", 0) != 0;
   p.count_include_pad = n.attr_int("count_include_pad", 0) != 0;
-  return is_max ? max_pool(x, p) : avg_pool(x, p);
+  if (is_max && n.wants_output(1)) {
+    auto [v, idx] = max_pool_with_indices(x, p, n.attr_int("storage_order", 0) != 0);
+    return {v, idx};
+  }
+  return {is_max ? max_pool(x, p) : avg_pool(x, p)};
 }
 
 // Einsum: every operand aligned to one axis per letter, multiplied, summed over the letters the
@@ -283,8 +286,8 @@ void register_nn_ops(OpRegistry& r) {
     return V{conv(x, w, bias ? &*bias : nullptr, conv_params(n, x, w))};
   };
   r["ConvTranspose"] = [](NodeContext& n) { return V{conv_transpose(n)}; };
-  r["MaxPool"] = [](NodeContext& n) { return V{pool(n, true)}; };
-  r["AveragePool"] = [](NodeContext& n) { return V{pool(n, false)}; };
+  r["MaxPool"] = [](NodeContext& n) { return pool(n, true); };
+  r["AveragePool"] = [](NodeContext& n) { return pool(n, false); };
   r["GlobalAveragePool"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     if (x.ndim() < 2) n.invalid("input must be (N, C, spatial...), got " + shape_str(x.shape()));
@@ -300,6 +303,18 @@ void register_nn_ops(OpRegistry& r) {
     return V{x.max(axes, true)};
   };
   r["BatchNormalization"] = [](NodeContext& n) {
+    if (n.opset() >= 14 && n.attr_int("training_mode", 0)) {
+      // Training mode is deterministic: normalized with the batch's own statistics (population
+      // variance over every axis but 1), and the running statistics updated by momentum.
+      Tensor x = n.input(0);
+      std::vector<int64_t> axes = {0};
+      for (int64_t a = 2; a < x.ndim(); ++a) axes.push_back(a);
+      Tensor mean = x.mean(axes), centered = x.sub(x.mean(axes, true));
+      Tensor var = centered.mul(centered).mean(axes);
+      double m = n.attr_float("momentum", 0.9);
+      Tensor y = batch_norm(x, n.input(1), n.input(2), mean, var, n.attr_float("epsilon", 1e-5));
+      return V{y, n.input(3).mul(m).add(mean.mul(1 - m)), n.input(4).mul(m).add(var.mul(1 - m))};
+    }
     if (n.attr_int("training_mode", 0)) n.unsupported("training_mode=1");
     if (n.wants_output(1) || n.wants_output(2))
       n.unsupported("the running-statistics outputs (training)");

@@ -1,0 +1,173 @@
+// Signal ops (opset 17): DFT, STFT and the Hann, Hamming and Blackman windows.
+//
+// A DFT over a static length is a matrix product: the signal's real and imaginary parts times
+// cos/sin tables computed at compile time (double precision, stored as the signal's type), so it
+// runs as GEMM kernels. STFT frames the signal with a sliding window (a movement op), multiplies
+// by the window function and takes the DFT of every frame at once. Complex tensors are ONNX's
+// trailing axis of 2 (real, imaginary).
+#include <cmath>
+#include <numbers>
+
+#include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/tensor/indexing.h"
+#include "compiler/tensor/linalg.h"
+
+namespace kiln::onnxfe {
+
+namespace {
+
+using V = std::vector<Tensor>;
+
+// The DFT of (re, im) over their last axis (length n; im may be invalid: a real signal), bins
+// 0..k-1: (re, im) of the result.
+std::pair<Tensor, Tensor> dft_last(NodeContext& n, const Tensor& re, const Tensor& im, int64_t len,
+                                   int64_t bins, bool inverse) {
+  std::vector<double> c, s;
+  double sign = inverse ? 1.0 : -1.0, norm = inverse ? 1.0 / static_cast<double>(len) : 1.0;
+  for (int64_t t = 0; t < len; ++t)
+    for (int64_t k = 0; k < bins; ++k) {
+      // Reduced modulo len first: exact angles for large t*k.
+      double th =
+          2 * std::numbers::pi * static_cast<double>((t * k) % len) / static_cast<double>(len);
+      c.push_back(std::cos(th) * norm);
+      s.push_back(sign * std::sin(th) * norm);
+    }
+  Tensor cm = n.constant(make_array(re.dtype(), {len, bins}, c));
+  Tensor sm = n.constant(make_array(re.dtype(), {len, bins}, s));
+  // (re + i im)(c + i s) = (re c - im s) + i (re s + im c)
+  Tensor out_re = matmul(re, cm), out_im = matmul(re, sm);
+  if (im.valid()) {
+    out_re = out_re.sub(matmul(im, sm));
+    out_im = out_im.add(matmul(im, cm));
+  }
+  return {out_re, out_im};
+}
+
+// The real and imaginary parts of a (..., 1 or 2) tensor, without that axis.
+std::pair<Tensor, Tensor> parts(NodeContext& n, const Tensor& x, const char* what) {
+  if (x.ndim() < 2 || (x.dim(-1) != 1 && x.dim(-1) != 2))
+    n.invalid(std::string(what) + " must end in an axis of 1 (real) or 2 (complex), got " +
+              shape_str(x.shape()));
+  auto part = [&](int64_t k) {
+    std::vector<std::pair<int64_t, int64_t>> b;
+    for (int64_t d = 0; d + 1 < x.ndim(); ++d) b.push_back({0, x.dim(d)});
+    b.push_back({k, k + 1});
+    return x.shrink(b).squeeze({-1});
+  };
+  return {part(0), x.dim(-1) == 2 ? part(1) : Tensor()};
+}
+
+Tensor complex_of(const Tensor& re, const Tensor& im) {
+  return concat({re.unsqueeze(-1), im.unsqueeze(-1)}, -1);
+}
+
+V dft(NodeContext& n) {
+  Tensor x = n.input(0);
+  if (!x.dtype().is_float()) n.invalid("the signal must be floating point");
+  int64_t rank = x.ndim();
+  int64_t axis = norm_axis(n.attr_int("axis", 1), rank, n);
+  if (axis == rank - 1) n.invalid("axis cannot be the last (complex) axis");
+  bool inverse = n.attr_int("inverse", 0) != 0, onesided = n.attr_int("onesided", 0) != 0;
+  auto [re, im] = parts(n, x, "the signal");
+  if (onesided && im.valid()) n.invalid("onesided needs a real signal");
+  if (onesided && inverse) n.invalid("onesided and inverse together are not defined");
+  // The DFT axis last: (..., len).
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != axis) perm.push_back(d);
+  perm.push_back(axis);
+  re = re.permute(perm);
+  if (im.valid()) im = im.permute(perm);
+  int64_t len = re.dim(-1);
+  if (n.has_input(1)) {
+    std::vector<int64_t> l = n.const_ints(1);
+    if (l.size() != 1 || l[0] < 1) n.invalid("dft_length must be one positive value");
+    // Zero-padded or truncated to dft_length.
+    auto fit = [&](const Tensor& t) {
+      std::vector<std::pair<int64_t, int64_t>> p(static_cast<size_t>(t.ndim()), {0, 0});
+      p.back() = {0, l[0] - len};
+      return t.pad(p, 0.0);
+    };
+    re = fit(re);
+    if (im.valid()) im = fit(im);
+    len = l[0];
+  }
+  int64_t bins = onesided ? len / 2 + 1 : len;
+  auto [yr, yi] = dft_last(n, re, im, len, bins, inverse);
+  std::vector<int64_t> back(static_cast<size_t>(rank - 1));
+  for (size_t i = 0; i < perm.size(); ++i)
+    back[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return V{complex_of(yr.permute(back), yi.permute(back))};
+}
+
+V stft(NodeContext& n) {
+  Tensor x = n.input(0);
+  if (!x.dtype().is_float()) n.invalid("the signal must be floating point");
+  if (x.ndim() != 3)
+    n.invalid("the signal must be (batch, length, 1 or 2), got " + shape_str(x.shape()));
+  std::vector<int64_t> step = n.const_ints(1);
+  if (step.size() != 1 || step[0] < 1) n.invalid("frame_step must be one positive value");
+  Tensor window;
+  int64_t frame = -1;
+  if (n.has_input(2)) {
+    window = n.input(2);
+    if (window.ndim() != 1) n.invalid("window must be 1-D");
+    frame = window.dim(0);
+  }
+  if (n.has_input(3)) {
+    std::vector<int64_t> f = n.const_ints(3);
+    if (f.size() != 1 || f[0] < 1) n.invalid("frame_length must be one positive value");
+    if (frame >= 0 && f[0] != frame)
+      n.invalid("frame_length " + std::to_string(f[0]) + " differs from the window's length " +
+                std::to_string(frame));
+    frame = f[0];
+  }
+  if (frame < 0) n.invalid("STFT needs a window or a frame_length");
+  if (frame > x.dim(1))
+    n.invalid("frame_length " + std::to_string(frame) + " exceeds the signal's length " +
+              std::to_string(x.dim(1)));
+  bool onesided = n.attr_int("onesided", 1) != 0;
+  auto [re, im] = parts(n, x, "the signal");
+  if (onesided && im.valid()) n.invalid("onesided needs a real signal");
+  // (batch, length) -> (batch, frames, frame)
+  auto frames = [&](const Tensor& t) {
+    Tensor f = t.window({frame}, {step[0]}, {1});
+    return window.valid() ? f.mul(window.cast(t.dtype())) : f;
+  };
+  re = frames(re);
+  if (im.valid()) im = frames(im);
+  auto [yr, yi] = dft_last(n, re, im, frame, onesided ? frame / 2 + 1 : frame, false);
+  return V{complex_of(yr, yi)};
+}
+
+// Hann, Hamming and Blackman windows of a compile-time size.
+V window_fn(NodeContext& n, const std::vector<double>& cosines) {
+  std::vector<int64_t> size = n.const_ints(0);
+  if (size.size() != 1 || size[0] < 1) n.invalid("size must be one positive value");
+  bool periodic = n.attr_int("periodic", 1) != 0;
+  int64_t len = size[0];
+  double denom = static_cast<double>(periodic ? len : len - 1);
+  std::vector<double> w;
+  for (int64_t i = 0; i < len; ++i) {
+    double v = 0;
+    for (size_t k = 0; k < cosines.size(); ++k)
+      v += cosines[k] * (denom > 0 ? std::cos(2 * std::numbers::pi * static_cast<double>(k) *
+                                              static_cast<double>(i) / denom)
+                                   : 1.0);
+    w.push_back(v);
+  }
+  DType d = dtype_of(static_cast<int>(n.attr_int("output_datatype", onnx::TensorProto::FLOAT)));
+  return V{n.constant(make_array(d, {len}, w))};
+}
+
+}  // namespace
+
+void register_signal_ops(OpRegistry& r) {
+  r["DFT"] = dft;
+  r["STFT"] = stft;
+  r["HannWindow"] = [](NodeContext& n) { return window_fn(n, {0.5, -0.5}); };
+  r["HammingWindow"] = [](NodeContext& n) { return window_fn(n, {25.0 / 46.0, -21.0 / 46.0}); };
+  r["BlackmanWindow"] = [](NodeContext& n) { return window_fn(n, {0.42, -0.5, 0.08}); };
+}
+
+}  // namespace kiln::onnxfe
