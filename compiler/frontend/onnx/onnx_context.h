@@ -105,6 +105,7 @@ void register_control_ops(OpRegistry& r);
 void register_sampling_ops(OpRegistry& r);
 void register_quantize_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
+void register_text_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
 

@@ -572,6 +572,7 @@ const OpRegistry& op_registry() {
     register_sampling_ops(reg);
     register_quantize_ops(reg);
     register_signal_ops(reg);
+    register_text_ops(reg);
     return reg;
   }();
   return r;
