@@ -1,4 +1,4 @@
-// GridSample (opset 16): sampling an image at run-time coordinates.
+// GridSample and RoiAlign (opset 16): sampling an image at run-time coordinates.
 //
 // The grid is data, so the taps are computed by the model: per tap an integer row and column
 // (N, Hout, Wout), turned into a flat index into the whole input (batch and channel offsets
@@ -153,10 +153,98 @@ V grid_sample(NodeContext& n) {
   return V{out};
 }
 
+// RoiAlign: per region, a sampling_ratio x sampling_ratio grid of bilinear samples in each output
+// bin, averaged (or the largest weighted corner, as ONNX Runtime's max mode). The sample
+// positions are elementwise functions of the run-time boxes; the bilinear rules (samples beyond
+// one pixel outside read 0, edges clamp) are ONNX Runtime's.
+V roi_align(NodeContext& n) {
+  Tensor x = n.input(0), rois = n.input(1), batch = n.input(2);
+  if (x.ndim() != 4) n.invalid("X must be (N, C, H, W), got " + shape_str(x.shape()));
+  if (!x.dtype().is_float()) n.unsupported("RoiAlign of a non-float input");
+  if (rois.ndim() != 2 || rois.dim(1) != 4)
+    n.invalid("rois must be (num_rois, 4), got " + shape_str(rois.shape()));
+  int64_t r = rois.dim(0);
+  if (batch.shape() != Shape{r} || !batch.dtype().is_int())
+    n.invalid("batch_indices must be integers of shape (" + std::to_string(r) + ")");
+  int64_t c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  int64_t oh = n.attr_int("output_height", 1), ow = n.attr_int("output_width", 1);
+  int64_t ratio = n.attr_int("sampling_ratio", 0);
+  if (ratio <= 0)
+    n.unsupported("sampling_ratio 0 (an adaptive grid whose size depends on each box at run time)");
+  std::string mode = n.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") n.invalid("mode '" + mode + "' (avg or max)");
+  std::string ct = n.opset() >= 16 ? n.attr_string("coordinate_transformation_mode", "half_pixel")
+                                   : "output_half_pixel";
+  if (ct != "half_pixel" && ct != "output_half_pixel")
+    n.invalid("coordinate_transformation_mode '" + ct + "'");
+  bool half = ct == "half_pixel";
+  double scale = n.attr_float("spatial_scale", 1.0);
+  if (rois.dtype() != x.dtype()) rois = rois.cast(x.dtype());
+
+  auto coord = [&](int64_t k) {
+    return rois.shrink({{0, r}, {k, k + 1}}).mul(scale).sub(half ? 0.5 : 0.0);  // (R, 1)
+  };
+  // Sample positions along one axis: start + bin * (p + (i + 0.5) / ratio), (R, out*ratio).
+  auto samples = [&](int64_t lo_k, int64_t hi_k, int64_t out) {
+    Tensor start = coord(lo_k), size = coord(hi_k).sub(start);
+    if (!half) size = size.maximum(1.0);
+    Tensor bin = size.div(static_cast<double>(out));
+    std::vector<double> t;
+    for (int64_t p = 0; p < out; ++p)
+      for (int64_t i = 0; i < ratio; ++i)
+        t.push_back(static_cast<double>(p) +
+                    (static_cast<double>(i) + 0.5) / static_cast<double>(ratio));
+    return start.add(bin.mul(n.constant(make_array(x.dtype(), {1, out * ratio}, t))));
+  };
+  // The bilinear taps along one axis: low, high, the fraction past low, and validity; (R, P).
+  struct Axis {
+    Tensor lo, hi, frac, valid;
+  };
+  auto taps = [&](const Tensor& pos, int64_t len) {
+    double last = static_cast<double>(len - 1);
+    Tensor valid = pos.ge(pos.like(-1.0)).logical_and(pos.le(pos.like(static_cast<double>(len))));
+    Tensor p = pos.maximum(0.0);
+    Tensor fl = p.floor();
+    Tensor at_edge = fl.ge(fl.like(last));
+    Tensor lo = at_edge.where(fl.like(last), fl);
+    Tensor pc = at_edge.where(p.like(last), p);
+    Tensor hi = at_edge.where(fl.like(last), fl.add(1.0));
+    return Axis{lo, hi, pc.sub(lo), valid};
+  };
+  int64_t ph = oh * ratio, pw = ow * ratio;
+  Axis ay = taps(samples(1, 3, oh), h), ax = taps(samples(0, 2, ow), w);
+  std::vector<double> offsets;
+  for (int64_t k = 0; k < c; ++k) offsets.push_back(static_cast<double>(k * h * w));
+  Tensor b64 = batch.cast(dtypes::int64);
+  Tensor base = b64.mul(b64.like(static_cast<double>(c * h * w)))
+                    .reshape({r, 1, 1, 1})
+                    .add(n.constant(make_array(dtypes::int64, {1, c, 1, 1}, offsets)));
+  Tensor flat = x.reshape({x.numel()});
+  auto at = [&](const Tensor& yi, const Tensor& xi) {  // rows (R, ph), columns (R, pw)
+    Tensor row = yi.cast(dtypes::int64);
+    row = row.mul(row.like(static_cast<double>(w)));
+    Tensor idx =
+        base.add(row.reshape({r, 1, ph, 1})).add(xi.cast(dtypes::int64).reshape({r, 1, 1, pw}));
+    return flat.gather(idx, 0);  // (R, C, ph, pw)
+  };
+  Tensor ly = ay.frac.reshape({r, 1, ph, 1}), lx = ax.frac.reshape({r, 1, 1, pw});
+  Tensor hy = ly.like(1.0).sub(ly), hx = lx.like(1.0).sub(lx);
+  Tensor valid = ay.valid.reshape({r, 1, ph, 1}).logical_and(ax.valid.reshape({r, 1, 1, pw}));
+  std::vector<Tensor> corners = {at(ay.lo, ax.lo).mul(hy.mul(hx)), at(ay.lo, ax.hi).mul(hy.mul(lx)),
+                                 at(ay.hi, ax.lo).mul(ly.mul(hx)),
+                                 at(ay.hi, ax.hi).mul(ly.mul(lx))};
+  Shape bins = {r, c, oh, ratio, ow, ratio};
+  Tensor v = mode == "avg" ? corners[0].add(corners[1]).add(corners[2]).add(corners[3])
+                           : corners[0].maximum(corners[1]).maximum(corners[2]).maximum(corners[3]);
+  v = valid.where(v, x.like(0.0)).reshape(bins);
+  return V{mode == "avg" ? v.mean({3, 5}) : v.max({3, 5})};
+}
+
 }  // namespace
 
 void register_sampling_ops(OpRegistry& r) {
   r["GridSample"] = grid_sample;
+  r["RoiAlign"] = roi_align;
 }
 
 }  // namespace kiln::onnxfe
