@@ -1,6 +1,7 @@
 #include "compiler/tensor/linalg.h"
 
 #include "compiler/support/error.h"
+#include "compiler/tensor/indexing.h"
 #include "compiler/tensor/weight_layout.h"
 
 namespace kiln {
@@ -35,6 +36,55 @@ Tensor linear(const Tensor& a, const Tensor& b_nk, const Tensor* bias) {
                         " do not match (need (m,k) and (n,k))"));
   Tensor r = a.unsqueeze(1).mul(b_nk.unsqueeze(0)).sum({-1});
   return bias ? r.add(*bias) : r;
+}
+
+Tensor det(const Tensor& a) {
+  if (a.ndim() < 2 || a.dim(-1) != a.dim(-2))
+    throw Error("det: needs (..., M, M), got " + shape_str(a.shape()));
+  if (!a.dtype().is_float()) throw Error("det: needs a float tensor, got " + a.dtype().str());
+  int64_t m = a.dim(-1);
+  Graph& g = *a.graph();
+  Tensor iota = arange(g, 0, static_cast<double>(m), 1, dtypes::int64);  // (M,)
+  Tensor work = a, sign = a.like(1.0), prod = a.like(1.0);
+  Shape lead(a.shape().begin(), a.shape().end() - 2);
+  auto column = [&](const Tensor& t, int64_t k) {  // (..., M)
+    std::vector<std::pair<int64_t, int64_t>> b;
+    for (int64_t d : lead) b.push_back({0, d});
+    b.push_back({0, m});
+    b.push_back({k, k + 1});
+    return t.shrink(b).squeeze({-1});
+  };
+  auto row = [&](const Tensor& t, int64_t k) {  // (..., M)
+    std::vector<std::pair<int64_t, int64_t>> b;
+    for (int64_t d : lead) b.push_back({0, d});
+    b.push_back({k, k + 1});
+    b.push_back({0, m});
+    return t.shrink(b).squeeze({-2});
+  };
+  for (int64_t k = 0; k < m; ++k) {
+    // Partial pivoting: the row at or below k with the largest |entry| in column k (the first
+    // such row on ties), swapped into row k by one-hot masks.
+    Tensor below = iota.ge(iota.like(static_cast<double>(k)));
+    Tensor mag = below.where(column(work, k).abs(), a.like(-1.0));
+    Tensor is_max = mag.eq(mag.max({-1}, true));
+    Tensor p = is_max.where(iota, iota.like(static_cast<double>(m))).min({-1}, true);  // (..., 1)
+    Tensor at_p = iota.eq(p).cast(a.dtype());                                          // (..., M)
+    Tensor at_k = iota.eq(iota.like(static_cast<double>(k))).cast(a.dtype());          // (M,)
+    Tensor row_p = at_p.unsqueeze(-1).mul(work).sum({-2});                             // (..., M)
+    Tensor row_k = row(work, k);
+    Tensor diff = row_p.sub(row_k).unsqueeze(-2);
+    work = work.add(at_k.unsqueeze(-1).mul(diff)).sub(at_p.unsqueeze(-1).mul(diff));
+    sign = p.squeeze({-1}).eq(iota.like(static_cast<double>(k))).where(sign, sign.neg());
+    Tensor pivot = row_p.mul(at_k).sum({-1});  // (...)
+    prod = prod.mul(pivot);
+    if (k + 1 == m) break;
+    // Eliminate below row k (a zero pivot means a zero column below it: nothing to do).
+    Tensor safe = pivot.eq(pivot.like(0.0)).where(pivot.like(1.0), pivot);
+    Tensor under = iota.gt(iota.like(static_cast<double>(k))).cast(a.dtype());
+    Tensor factor = column(work, k).div(safe.unsqueeze(-1)).mul(under);  // (..., M)
+    work = work.sub(factor.unsqueeze(-1).mul(row_p.unsqueeze(-2)));
+  }
+  return sign.mul(prod);
 }
 
 bool is_contraction(const UOp* u) {

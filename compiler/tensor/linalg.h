@@ -14,6 +14,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // a @ b.T + bias (ONNX Gemm without alpha/beta), a: (m, k), b: (n, k).
 Tensor linear(const Tensor& a, const Tensor& b_nk, const Tensor* bias);
 
+// The determinant of each (M, M) matrix of (..., M, M): Gaussian elimination with partial
+// pivoting, unrolled over M (the pivot rows chosen at run time by one-hot masks).
+Tensor det(const Tensor& a);
+
 // True for REDUCE_AXIS(ADD) whose source is a MUL (possibly under a CAST).
 bool is_contraction(const UOp* u);
 

@@ -376,6 +376,7 @@ void register_nn_ops(OpRegistry& r) {
   };
   r["MatMul"] = [](NodeContext& n) { return V{matmul(n.input(0), n.input(1))}; };
   r["Einsum"] = [](NodeContext& n) { return V{einsum(n)}; };
+  r["Det"] = [](NodeContext& n) { return V{det(n.input(0))}; };
   r["Dropout"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     if (n.has_input(2) && n.input_is_const(2)) {
