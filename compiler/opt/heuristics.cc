@@ -240,10 +240,21 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     }
     // More vectors on the lane axis instead (up to 8, dividing it: 1000 classes take 5 of 8)
     // when that gives more accumulators than the broadcast axes can (1x1 outputs, 13x13 maps).
+    // A tile that already covers its broadcast axes whole (a GEMV-like step: batch 2 of a
+    // recurrent layer) is kept when the vectors still fit beside it: both rows then share every
+    // weight vector load, where dropping the tile streamed the weight once per row.
     if (lanes % width == 0)
       for (int64_t v = std::min<int64_t>(8, accumulators); v > lanes / width; --v)
         if (size_of(vec) % (v * width) == 0) {
-          if (v > accumulators_of(lanes, tile)) {
+          int64_t positions = accumulators_of(width, tile);
+          bool whole = !tile.empty();
+          for (const Opt& o : tile)
+            for (const UOp* r : kr.loops)
+              if (r->range().id == o.range_id && size_of(r) != o.amount) whole = false;
+          if (whole && v * positions <= accumulators &&
+              v * positions > accumulators_of(lanes, tile)) {
+            lanes = v * width;
+          } else if (v > accumulators_of(lanes, tile)) {
             lanes = v * width;
             tile.clear();
           }

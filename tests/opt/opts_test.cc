@@ -184,5 +184,23 @@ TEST(Heuristics, ConvolutionLaneAxisIsTheOneThatLoadsLess) {
   EXPECT_EQ(upcasts, (std::vector<Opt>{{OptKind::Upcast, 2, 4}, {OptKind::Upcast, 0, 16}}));
 }
 
+// A GEMV-like step (a recurrent layer's batch of 2 rows times a 512-wide weight): the tile keeps
+// both rows, so every weight vector load serves both, and the lane axis still takes 8 vectors;
+// tasks split N. Dropping the row tile for more vectors streamed the weight once per row.
+TEST(Heuristics, SmallRowCountsKeepTheirTileBesideWideLanes) {
+  Graph g;
+  Tensor h = Tensor::input(g, "h", dtypes::float32, {2, 128});
+  NDArray w(dtypes::float32, {128, 512});
+  g.add_output("y", matmul(h, Tensor::weight(g, "w", w)).uop());
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  OptTarget avx512{64, 32};  // 16 float lanes, 32 registers: 16 accumulators
+  std::vector<Opt> want = {{OptKind::Upcast, 0, 2},
+                           {OptKind::Upcast, 1, 128},
+                           {OptKind::Unroll, 2, 4},
+                           {OptKind::Parallel, 1, 4}};
+  EXPECT_EQ(default_opts(p.programs[0].ast, avx512), want);
+}
+
 }  // namespace
 }  // namespace kiln

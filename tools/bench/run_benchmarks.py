@@ -37,6 +37,12 @@ sys.path.insert(0, os.path.join(TOP, "tests", "models"))
 import export_models  # noqa: E402
 
 MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0", "transformer"]
+# Also measurable with --models (not in the default table): lstm_classifier, gru_tagger, unet.
+
+
+def input_name_of(model):
+    import onnx
+    return onnx.load(model, load_external_data=False).graph.input[0].name
 GEMMS = [(1024, 1024, 1024), (128, 768, 768), (128, 3072, 768), (3136, 64, 576)]  # M, N, K
 
 
@@ -90,7 +96,7 @@ def bench_model(name, tools, work, rounds, repeat):
     export_models.export(name, work)
     d = os.path.join(work, name)
     model, pkg = os.path.join(d, "model.onnx"), os.path.join(d, "model.kiln")
-    input_name = "ids" if name == "transformer" else "input"
+    input_name = input_name_of(model)
     inp = os.path.join(d, "input.npy")
     t0 = time.monotonic()
     sh([kilnc, "compile", model, "-o", pkg])
@@ -158,7 +164,7 @@ def bench_variants(name, tools, work, rounds, repeat):
     export_models.export(name, work)
     d = os.path.join(work, name)
     model, inp = os.path.join(d, "model.onnx"), os.path.join(d, "input.npy")
-    input_name = "ids" if name == "transformer" else "input"
+    input_name = input_name_of(model)
     fat, single = os.path.join(d, "fleet.kiln"), os.path.join(d, "chosen.kiln")
     sh([kilnc, "compile", model, "--cpu", fleet(), "-o", fat, "--quiet"])
     info = sh([kiln_run, fat, "--info"])

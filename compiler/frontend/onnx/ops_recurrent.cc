@@ -130,6 +130,14 @@ Tensor rows(const Tensor& x, int64_t lo, int64_t hi) {
   return x.shrink({{lo, hi}, {0, x.dim(1)}});
 }
 
+// a @ b_nkᵀ (+ bias) as a matmul over b's transpose: a constant weight is then packed into the
+// panel layout GEMM kernels read contiguously (linear() reads it as stored, (N, K), and a step's
+// GEMV over a (4H, H) weight read that way runs an order of magnitude slower).
+Tensor mat_t(const Tensor& a, const Tensor& b_nk, const Tensor* bias) {
+  Tensor r = matmul(a, b_nk.transpose());
+  return bias ? r.add(*bias) : r;
+}
+
 Tensor clipped(const Sequence& s, const Tensor& x) {
   return s.clip > 0 ? x.maximum(-s.clip).minimum(s.clip) : x;
 }
@@ -144,11 +152,11 @@ std::pair<Tensor, Tensor> step(Cell cell, const Sequence& s, const Direction& d,
   // the offset read moves into the cheap elementwise gate kernel (half the compile time of a
   // GEMM per step, at the same run time). RNN and LSTM: both biases are in xw already.
   if (cell == Cell::kRnn) {
-    Tensor pre = xw.add(linear(h, d.r, nullptr).contiguous());
+    Tensor pre = xw.add(mat_t(h, d.r, nullptr).contiguous());
     return {activate(a[0], clipped(s, pre)), c};
   }
   if (cell == Cell::kLstm) {
-    Tensor g = xw.add(linear(h, d.r, nullptr).contiguous());
+    Tensor g = xw.add(mat_t(h, d.r, nullptr).contiguous());
     Tensor gi = gate(g, 0, hs), go = gate(g, 1, hs), gf = gate(g, 2, hs), gc = gate(g, 3, hs);
     if (d.p.valid()) {
       gi = gi.add(gate(d.p, 0, hs).mul(c));
@@ -169,11 +177,11 @@ std::pair<Tensor, Tensor> step(Cell cell, const Sequence& s, const Direction& d,
     rbz = gate(d.rb, 0, 2 * hs);
     rbh = gate(d.rb, 2, hs);
   }
-  Tensor zr = gate(xw, 0, 2 * hs).add(linear(h, rz, rbz.valid() ? &rbz : nullptr).contiguous());
+  Tensor zr = gate(xw, 0, 2 * hs).add(mat_t(h, rz, rbz.valid() ? &rbz : nullptr).contiguous());
   Tensor z = activate(a[0], clipped(s, gate(zr, 0, hs)));
   Tensor r = activate(a[0], clipped(s, gate(zr, 1, hs)));
-  Tensor rec = s.linear_before_reset ? r.mul(linear(h, rh, rbh.valid() ? &rbh : nullptr))
-                                     : linear(r.mul(h), rh, rbh.valid() ? &rbh : nullptr);
+  Tensor rec = s.linear_before_reset ? r.mul(mat_t(h, rh, rbh.valid() ? &rbh : nullptr))
+                                     : mat_t(r.mul(h), rh, rbh.valid() ? &rbh : nullptr);
   Tensor cand = activate(a[1], clipped(s, gate(xw, 2, hs).add(rec)));
   Tensor h_new = z.like(1.0).sub(z).mul(cand).add(z.mul(h));
   return {h_new, c};
@@ -186,7 +194,7 @@ std::tuple<Tensor, Tensor, Tensor> run(Cell cell, const Sequence& s, const Direc
   Tensor bias;
   if (d.wb.valid()) bias = d.wb;
   if (d.rb.valid() && cell != Cell::kGru) bias = bias.valid() ? bias.add(d.rb) : d.rb;
-  Tensor xw = linear(s.x.reshape({s.t * s.b, s.x.dim(2)}), d.w, bias.valid() ? &bias : nullptr)
+  Tensor xw = mat_t(s.x.reshape({s.t * s.b, s.x.dim(2)}), d.w, bias.valid() ? &bias : nullptr)
                   .reshape({s.t, s.b, gh});
   Tensor h = d.h0, c = d.c0;
   std::vector<Tensor> ys(static_cast<size_t>(s.t));
@@ -202,12 +210,17 @@ std::tuple<Tensor, Tensor, Tensor> run(Cell cell, const Sequence& s, const Direc
     } else {
       ys[static_cast<size_t>(t)] = hn;
     }
-    h = hn;
-    c = cn;
+    // The state is stored every step: left to fusion, a step's consumers would recompute the
+    // whole chain of earlier steps inline (the last steps of a 40-step LSTM ran 15x slower).
+    h = hn.contiguous();
+    c = cell == Cell::kLstm ? cn.contiguous() : cn;
+    if (!s.lens.valid()) ys[static_cast<size_t>(t)] = h;
   }
   std::vector<Tensor> rows;
   for (const Tensor& y : ys) rows.push_back(y.unsqueeze(0));
-  return {concat(rows, 0), h, c};
+  // Y is stored once: read through the concatenation of every step, a consumer GEMM (the next
+  // layer's projection) would select among all the steps on every load.
+  return {concat(rows, 0).contiguous(), h, c};
 }
 
 // Direction k's slice of a (dirs, ...) tensor, without its leading axis.
