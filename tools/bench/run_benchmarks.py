@@ -36,8 +36,8 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(TOP, "tests", "models"))
 import export_models  # noqa: E402
 
-MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0", "transformer"]
-# Also measurable with --models (not in the default table): lstm_classifier, gru_tagger, unet.
+MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0", "transformer",
+          "lstm_classifier", "gru_tagger", "unet"]
 
 
 def input_name_of(model):
