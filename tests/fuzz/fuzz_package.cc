@@ -45,7 +45,9 @@ void* capped_alloc(void*, size_t size, size_t alignment) {
   return posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
 }
 
-void capped_free(void*, void* p) { std::free(p); }
+void capped_free(void*, void* p) {
+  std::free(p);
+}
 
 const kiln_allocator kCapped = {nullptr, capped_alloc, capped_free};
 

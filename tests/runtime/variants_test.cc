@@ -138,7 +138,10 @@ TEST(Variants, TheBestVariantThisCpuRunsIsLoaded) {
 }
 
 TEST(Variants, EachForcedVariantMatchesTheHostPackageOrIsRefused) {
-  Loaded host = load(compile_for({}));
+  // The package bytes outlive the model: a 64-byte-aligned buffer is used in place, not copied
+  // (kiln.h), and a temporary here once let the host model read freed memory.
+  const std::vector<uint8_t> host_pkg = compile_for({});
+  Loaded host = load(host_pkg);
   ASSERT_EQ(host.status, KILN_OK) << host.message;
   std::vector<std::vector<float>> want = run(host.model);
   kiln_model_release(host.model);
@@ -240,7 +243,8 @@ TEST(Variants, WithNoRunnableVariantTheErrorNamesWhatEachLacks) {
     if (!TargetInfo::host().is_aarch64() && !runs_here(cpu)) cannot.push_back(cpu);
   if (cannot.size() < 2) GTEST_SKIP() << "this CPU runs all but " << cannot.size() << " of them";
   cannot.resize(2);
-  Loaded l = load(compile_for(cannot));
+  const std::vector<uint8_t> pkg = compile_for(cannot);
+  Loaded l = load(pkg);
   EXPECT_EQ(l.status, KILN_MISSING_CPU_FEATURE);
   for (const std::string& cpu : cannot)
     EXPECT_NE(l.message.find(cpu + " lacks "), std::string::npos) << l.message;
