@@ -106,6 +106,7 @@ void register_sampling_ops(OpRegistry& r);
 void register_quantize_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
 void register_text_ops(OpRegistry& r);
+void register_unpool_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
 

@@ -573,6 +573,7 @@ const OpRegistry& op_registry() {
     register_quantize_ops(reg);
     register_signal_ops(reg);
     register_text_ops(reg);
+    register_unpool_ops(reg);
     return reg;
   }();
   return r;
