@@ -9,12 +9,13 @@ Bad input is refused naming the node, and nothing is written.
 Usage: control_flow.py KILNC KILN_RUN WORK_DIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+import onnx_case
 
 F, B, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 
@@ -141,20 +142,9 @@ def loop_runtime_condition():
 
 
 def compile_and_run(kilnc, kiln_run, work, name, m, data):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
     onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                   check=True, capture_output=True)
-    args = []
-    for k, v in data.items():
-        np.save(os.path.join(d, f"{k}.npy"), v)
-        args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
-    out = os.path.join(d, "out")
-    subprocess.run([kiln_run, os.path.join(d, "m.kiln"), *args, "--output-dir", out], check=True,
-                   capture_output=True)
-    return [np.load(os.path.join(out, f"{o.name}.npy")) for o in m.graph.output]
+    out = onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), m, data)
+    return [out[o.name] for o in m.graph.output]
 
 
 def matches(name, got, want):
@@ -167,15 +157,8 @@ def matches(name, got, want):
 
 
 def refused(kilnc, work, name, m, node, want):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    pkg = os.path.join(d, "m.kiln")
-    r = subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", pkg],
-                       capture_output=True, text=True)
-    ok = r.returncode != 0 and want in r.stderr and f"node '{node}'" in r.stderr \
-        and not os.path.exists(pkg)
-    print(f"{name:28s} refused: {'ok' if ok else 'FAILED'}" + ("" if ok else f" ({r.stderr.strip()})"))
+    ok, err = onnx_case.refused(kilnc, os.path.join(work, name), m, node, want)
+    print(f"{name:28s} refused: {'ok' if ok else 'FAILED'}" + ("" if ok else f" ({err})"))
     return ok
 
 

@@ -5,12 +5,12 @@
 Usage: det.py KILNC KILN_RUN WORK_DIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
+
+import onnx_case
 
 
 def main():
@@ -28,18 +28,12 @@ def main():
     ok = []
     for name, a in cases.items():
         d = os.path.join(work, name)
-        os.makedirs(d, exist_ok=True)
         g = helper.make_graph([helper.make_node("Det", ["a"], ["y"], name=name)], name,
                               [helper.make_tensor_value_info("a", TensorProto.FLOAT, a.shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, a.shape[:-2])])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
-                  os.path.join(d, "model.onnx"))
-        np.save(os.path.join(d, "a.npy"), a)
-        subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                       check=True, capture_output=True)
-        subprocess.run([kiln_run, os.path.join(d, "m.kiln"), "--input", f"a={os.path.join(d, 'a.npy')}",
-                        "--output-dir", os.path.join(d, "out")], check=True, capture_output=True)
-        got = np.load(os.path.join(d, "out", "y.npy"))
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+        out = onnx_case.run_model(kilnc, kiln_run, d, model, {"a": a})
+        got = out["y"]
         want = np.linalg.det(a.astype(np.float64))
         good = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
         print(f"{name:24s} {'ok' if good else 'FAILED'}" + ("" if good else f"\n  {got}\n  {want}"))

@@ -7,13 +7,13 @@ Usage: grid_sample.py KILNC KILN_RUN WORK_DIR
 """
 import itertools
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 import torch
 from onnx import TensorProto, helper
+
+import onnx_case
 
 
 def main():
@@ -28,24 +28,15 @@ def main():
                                                   ("zeros", "border", "reflection"), (0, 1)):
         name = f"{mode}_{padding}_{align}"
         d = os.path.join(work, name)
-        os.makedirs(d, exist_ok=True)
         node = helper.make_node("GridSample", ["X", "grid"], ["Y"], name=name, mode=mode,
                                 padding_mode=padding, align_corners=align)
         g = helper.make_graph([node], name, [
             helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape),
             helper.make_tensor_value_info("grid", TensorProto.FLOAT, grid.shape)],
             [helper.make_tensor_value_info("Y", TensorProto.FLOAT, (2, 3, 4, 6))])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]),
-                  os.path.join(d, "model.onnx"))
-        np.save(os.path.join(d, "X.npy"), x)
-        np.save(os.path.join(d, "grid.npy"), grid)
-        subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o",
-                        os.path.join(d, "m.kiln")], check=True, capture_output=True)
-        subprocess.run([kiln_run, os.path.join(d, "m.kiln"), "--input",
-                        f"X={os.path.join(d, 'X.npy')}", "--input",
-                        f"grid={os.path.join(d, 'grid.npy')}", "--output-dir",
-                        os.path.join(d, "out")], check=True, capture_output=True)
-        got = np.load(os.path.join(d, "out", "Y.npy"))
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
+        out = onnx_case.run_model(kilnc, kiln_run, d, model, {"X": x, "grid": grid})
+        got = out["Y"]
         want = torch.nn.functional.grid_sample(
             torch.from_numpy(x), torch.from_numpy(grid), mode=mode, padding_mode=padding,
             align_corners=bool(align)).numpy()

@@ -6,13 +6,13 @@ per plane, so the plane offsets are added for the ONNX side.
 Usage: max_unpool.py KILNC KILN_RUN WORK_DIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 import torch
 from onnx import TensorProto, helper
+
+import onnx_case
 
 
 def main():
@@ -34,23 +34,15 @@ def main():
         offs = (np.arange(shape[0] * shape[1]) * plane).reshape((shape[0], shape[1]) + (1,) * nd)
         onnx_i = (i.numpy() + offs).astype(np.int64)
         d = os.path.join(work, name)
-        os.makedirs(d, exist_ok=True)
         node = helper.make_node("MaxUnpool", ["v", "i"], ["y"], name=name, kernel_shape=[k] * nd,
                                 strides=[s] * nd, pads=[p] * (2 * nd))
         g = helper.make_graph([node], name, [
             helper.make_tensor_value_info("v", TensorProto.FLOAT, v.shape),
             helper.make_tensor_value_info("i", TensorProto.INT64, v.shape)],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, want.shape)])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
-                  os.path.join(d, "model.onnx"))
-        np.save(os.path.join(d, "v.npy"), v.numpy())
-        np.save(os.path.join(d, "i.npy"), onnx_i)
-        subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                       check=True, capture_output=True)
-        subprocess.run([kiln_run, os.path.join(d, "m.kiln"), "--input", f"v={os.path.join(d, 'v.npy')}",
-                        "--input", f"i={os.path.join(d, 'i.npy')}", "--output-dir",
-                        os.path.join(d, "out")], check=True, capture_output=True)
-        got = np.load(os.path.join(d, "out", "y.npy"))
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+        out = onnx_case.run_model(kilnc, kiln_run, d, model, {"v": v.numpy(), "i": onnx_i})
+        got = out["y"]
         good = got.shape == want.shape and np.array_equal(got, want)
         print(f"{name:18s} {shape}: {'ok' if good else 'FAILED'}")
         ok.append(good)

@@ -7,12 +7,12 @@ Usage: maxpool_indices.py KILNC KILN_RUN WORK_DIR
 """
 import itertools
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
+
+import onnx_case
 
 
 def reference(x, kernel, strides, pads, dilations, column_major):
@@ -62,21 +62,15 @@ def main():
         want_v, want_i = reference(x, kernel, strides, pads, dil, order == 1)
         name = f"maxpool_indices_{i}"
         d = os.path.join(work, name)
-        os.makedirs(d, exist_ok=True)
         node = helper.make_node("MaxPool", ["x"], ["y", "i"], name=name, kernel_shape=kernel,
                                 strides=strides, pads=pads, dilations=dil, storage_order=order)
         g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, want_v.shape),
                                helper.make_tensor_value_info("i", TensorProto.INT64, want_i.shape)])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)]),
-                  os.path.join(d, "model.onnx"))
-        np.save(os.path.join(d, "x.npy"), x)
-        subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                       check=True, capture_output=True)
-        subprocess.run([kiln_run, os.path.join(d, "m.kiln"), "--input", f"x={os.path.join(d, 'x.npy')}",
-                        "--output-dir", os.path.join(d, "out")], check=True, capture_output=True)
-        got_v = np.load(os.path.join(d, "out", "y.npy"))
-        got_i = np.load(os.path.join(d, "out", "i.npy"))
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)])
+        out = onnx_case.run_model(kilnc, kiln_run, d, model, {"x": x})
+        got_v = out["y"]
+        got_i = out["i"]
         good = np.array_equal(got_v, want_v) and np.array_equal(got_i, want_i)
         print(f"{name} {shape} storage_order {order}: {'ok' if good else 'FAILED'}")
         ok.append(good)

@@ -9,12 +9,13 @@ equal to the last bit (the same float32 operations in the same order).
 Usage: quantized_ops.py KILNC KILN_RUN WORK_DIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+import onnx_case
 
 ONNX_TYPE = {np.dtype(np.uint8): onnx.TensorProto.UINT8, np.dtype(np.int8): onnx.TensorProto.INT8,
              np.dtype(np.int32): onnx.TensorProto.INT32, np.dtype(np.float32): onnx.TensorProto.FLOAT}
@@ -138,8 +139,6 @@ def dynamic_case(rng):
 
 def run(kilnc, kiln_run, work, case):
     name, nodes, inputs, inits, want = case
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
     g = helper.make_graph(
         nodes, name,
         [helper.make_tensor_value_info(k, ONNX_TYPE[v.dtype], v.shape) for k, v in inputs.items()],
@@ -148,18 +147,10 @@ def run(kilnc, kiln_run, work, case):
         initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    args = []
-    for k, v in inputs.items():
-        np.save(os.path.join(d, f"{k}.npy"), v)
-        args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
-    subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                   check=True, capture_output=True)
-    subprocess.run([kiln_run, os.path.join(d, "m.kiln"), *args, "--output-dir", os.path.join(d, "out")],
-                   check=True, capture_output=True)
+    out = onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), m, inputs)
     problems = []
     for k, v in want.items():
-        got = np.load(os.path.join(d, "out", f"{k}.npy"))
+        got = out[k]
         v = np.asarray(v)
         if got.dtype != v.dtype or got.shape != v.shape:
             problems.append(f"{k}: {got.dtype}{got.shape}, expected {v.dtype}{v.shape}")

@@ -8,12 +8,12 @@ Bad attributes and shapes are refused naming the node, and nothing is written.
 Usage: recurrent_ops.py KILNC KILN_RUN WORK_DIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
+
+import onnx_case
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 DEFAULT_ACT = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
@@ -172,31 +172,13 @@ def build(name, op, attrs, dims, opt, rng):
 
 
 def run(kilnc, kiln_run, work, name, model, data):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
-    onnx.save(model, os.path.join(d, "model.onnx"))
-    args = []
-    for k, v in data.items():
-        np.save(os.path.join(d, f"{k}.npy"), v)
-        args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
-    subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                   check=True, capture_output=True)
-    subprocess.run([kiln_run, os.path.join(d, "m.kiln"), *args, "--output-dir", os.path.join(d, "out")],
-                   check=True, capture_output=True)
-    return [np.load(os.path.join(d, "out", f"{o}.npy")) for o in ("Y", "Y_h", "Y_c")
-            if os.path.exists(os.path.join(d, "out", f"{o}.npy"))]
+    out = onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), model, data)
+    return [out[o] for o in ("Y", "Y_h", "Y_c") if o in out]
 
 
 def refused(kilnc, work, name, model, want):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
-    onnx.save(model, os.path.join(d, "model.onnx"))
-    pkg = os.path.join(d, "m.kiln")
-    r = subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", pkg],
-                       capture_output=True, text=True)
-    ok = r.returncode != 0 and want in r.stderr and f"node '{name}'" in r.stderr \
-        and not os.path.exists(pkg)
-    print(f"{name:36s} refused: {'ok' if ok else 'FAILED'}" + ("" if ok else f" ({r.stderr.strip()})"))
+    ok, err = onnx_case.refused(kilnc, os.path.join(work, name), model, name, want)
+    print(f"{name:36s} refused: {'ok' if ok else 'FAILED'}" + ("" if ok else f" ({err})"))
     return ok
 
 

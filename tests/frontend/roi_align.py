@@ -5,14 +5,14 @@
 Usage: roi_align.py KILNC KILN_RUN WORK_DIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 import torch
 import torchvision
 from onnx import TensorProto, helper
+
+import onnx_case
 
 
 def main():
@@ -28,7 +28,6 @@ def main():
     for mode_name, aligned in (("half_pixel", True), ("output_half_pixel", False)):
         name = f"roi_align_{mode_name}"
         d = os.path.join(work, name)
-        os.makedirs(d, exist_ok=True)
         node = helper.make_node("RoiAlign", ["X", "rois", "batch"], ["Y"], name=name,
                                 coordinate_transformation_mode=mode_name, output_height=4,
                                 output_width=3, sampling_ratio=2, spatial_scale=0.5)
@@ -37,17 +36,9 @@ def main():
             helper.make_tensor_value_info("rois", TensorProto.FLOAT, rois.shape),
             helper.make_tensor_value_info("batch", TensorProto.INT64, batch.shape)],
             [helper.make_tensor_value_info("Y", TensorProto.FLOAT, (5, 3, 4, 3))])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]),
-                  os.path.join(d, "model.onnx"))
-        args = []
-        for k, v in (("X", x), ("rois", rois), ("batch", batch)):
-            np.save(os.path.join(d, f"{k}.npy"), v)
-            args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
-        subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                       check=True, capture_output=True)
-        subprocess.run([kiln_run, os.path.join(d, "m.kiln"), *args, "--output-dir", os.path.join(d, "out")],
-                       check=True, capture_output=True)
-        got = np.load(os.path.join(d, "out", "Y.npy"))
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
+        out = onnx_case.run_model(kilnc, kiln_run, d, model, {"X": x, "rois": rois, "batch": batch})
+        got = out["Y"]
         boxes = torch.from_numpy(np.concatenate([batch[:, None].astype(np.float32), rois], 1))
         want = torchvision.ops.roi_align(torch.from_numpy(x), boxes, (4, 3), spatial_scale=0.5,
                                          sampling_ratio=2, aligned=aligned).numpy()

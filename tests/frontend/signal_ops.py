@@ -7,29 +7,22 @@ front ends hold them in.
 Usage: signal_ops.py KILNC KILN_RUN WORK_DIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import onnx_case
+
 
 def run(kilnc, kiln_run, work, name, nodes, x, out_shape, inits=()):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
     g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
                           initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    np.save(os.path.join(d, "x.npy"), x)
-    subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                   check=True, capture_output=True)
-    subprocess.run([kiln_run, os.path.join(d, "m.kiln"), "--input", f"x={os.path.join(d, 'x.npy')}",
-                    "--output-dir", os.path.join(d, "out")], check=True, capture_output=True)
-    return np.load(os.path.join(d, "out", "y.npy"))
+    return onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), m, {"x": x})["y"]
 
 
 def as_pairs(c):

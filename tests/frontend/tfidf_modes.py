@@ -5,12 +5,12 @@
 Usage: tfidf_modes.py KILNC KILN_RUN WORK_DIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
+
+import onnx_case
 
 # 1-grams [1, 2], 2-grams [(2, 3), (3, 1)], 3-grams [(1, 2, 3)]
 POOL = [1, 2, 2, 3, 3, 1, 1, 2, 3]
@@ -51,21 +51,15 @@ def main():
         want = reference(x, mode, min_n, max_n, skip)
         name = f"tfidf_{mode}_{i}"
         d = os.path.join(work, name)
-        os.makedirs(d, exist_ok=True)
         node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name=name, mode=mode,
                                 min_gram_length=min_n, max_gram_length=max_n, max_skip_count=skip,
                                 pool_int64s=POOL, ngram_counts=COUNTS, ngram_indexes=INDEXES,
                                 weights=WEIGHTS)
         g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.INT64, shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, want.shape)])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]),
-                  os.path.join(d, "model.onnx"))
-        np.save(os.path.join(d, "x.npy"), x)
-        subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.kiln")],
-                       check=True, capture_output=True)
-        subprocess.run([kiln_run, os.path.join(d, "m.kiln"), "--input", f"x={os.path.join(d, 'x.npy')}",
-                        "--output-dir", os.path.join(d, "out")], check=True, capture_output=True)
-        got = np.load(os.path.join(d, "out", "y.npy"))
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)])
+        out = onnx_case.run_model(kilnc, kiln_run, d, model, {"x": x})
+        got = out["y"]
         good = got.shape == want.shape and np.allclose(got, want, rtol=1e-6)
         print(f"{name} {shape}: {'ok' if good else 'FAILED'}" + ("" if good else f"\n  {got}\n  {want}"))
         ok.append(good)

@@ -1,0 +1,38 @@
+"""Shared by the op checks in tests/frontend: one small ONNX model run through kilnc and kiln-run
+as a user would, and a model kilnc must refuse."""
+import os
+import re
+import subprocess
+
+import numpy as np
+import onnx
+
+
+def run_model(kilnc, kiln_run, d, model, inputs):
+    """Saves `model` and `inputs` (name -> array) under d, compiles, runs; every model output by
+    name."""
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    args = []
+    for k, v in inputs.items():
+        np.save(os.path.join(d, f"{k}.npy"), v)
+        args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
+    pkg, out = os.path.join(d, "m.kiln"), os.path.join(d, "out")
+    subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", pkg], check=True,
+                   capture_output=True)
+    subprocess.run([kiln_run, pkg, *args, "--output-dir", out], check=True, capture_output=True)
+    return {o.name: np.load(os.path.join(out, re.sub(r"[^A-Za-z0-9._-]", "_", o.name) + ".npy"))
+            for o in model.graph.output}
+
+
+def refused(kilnc, d, model, node, want):
+    """kilnc refuses `model` with an error naming node `node` and containing `want`, and writes
+    no package. Returns (ok, kilnc's stderr)."""
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    pkg = os.path.join(d, "m.kiln")
+    r = subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", pkg],
+                       capture_output=True, text=True)
+    ok = (r.returncode != 0 and want in r.stderr and f"node '{node}'" in r.stderr and
+          not os.path.exists(pkg))
+    return ok, r.stderr.strip()
