@@ -168,6 +168,7 @@ V roi_align(NodeContext& n) {
     n.invalid("batch_indices must be integers of shape (" + std::to_string(r) + ")");
   int64_t c = x.dim(1), h = x.dim(2), w = x.dim(3);
   int64_t oh = n.attr_int("output_height", 1), ow = n.attr_int("output_width", 1);
+  if (oh < 1 || ow < 1) n.invalid("output_height and output_width must be positive");
   int64_t ratio = n.attr_int("sampling_ratio", 0);
   if (ratio <= 0)
     n.unsupported("sampling_ratio 0 (an adaptive grid whose size depends on each box at run time)");

@@ -47,6 +47,8 @@ V tfidf(NodeContext& n) {
               " and max_skip_count " + std::to_string(max_skip));
   if (static_cast<int64_t>(starts.size()) < max_n)
     n.invalid("ngram_counts needs a start for every gram length up to max_gram_length");
+  for (int64_t c : out_index)
+    if (c < 0) n.invalid("ngram_indexes holds a negative column (" + std::to_string(c) + ")");
   // Pool entries: gram length g occupies pool[starts[g-1], starts[g]) in entries of g tokens.
   int64_t width = out_index.empty() ? 0 : *std::max_element(out_index.begin(), out_index.end()) + 1;
   std::vector<Tensor> counts;
@@ -57,7 +59,7 @@ V tfidf(NodeContext& n) {
     int64_t lo = starts[static_cast<size_t>(g - 1)];
     int64_t hi = g < static_cast<int64_t>(starts.size()) ? starts[static_cast<size_t>(g)]
                                                          : static_cast<int64_t>(pool.size());
-    if (lo > hi || hi > static_cast<int64_t>(pool.size()) || (hi - lo) % g)
+    if (lo < 0 || lo > hi || hi > static_cast<int64_t>(pool.size()) || (hi - lo) % g)
       n.invalid("ngram_counts does not split pool_int64s into whole " + std::to_string(g) +
                 "-grams");
     int64_t entries = (hi - lo) / g;
