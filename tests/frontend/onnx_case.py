@@ -25,9 +25,9 @@ def run_model(kilnc, kiln_run, d, model, inputs):
             for o in model.graph.output}
 
 
-def refused(kilnc, d, model, node, want):
+def refused(kilnc, d, model, node, want, label):
     """kilnc refuses `model` with an error naming node `node` and containing `want`, and writes
-    no package. Returns (ok, kilnc's stderr)."""
+    no package. Prints `label: ok` or why not; returns whether it held."""
     os.makedirs(d, exist_ok=True)
     onnx.save(model, os.path.join(d, "model.onnx"))
     pkg = os.path.join(d, "m.kiln")
@@ -35,4 +35,5 @@ def refused(kilnc, d, model, node, want):
                        capture_output=True, text=True)
     ok = (r.returncode != 0 and want in r.stderr and f"node '{node}'" in r.stderr and
           not os.path.exists(pkg))
-    return ok, r.stderr.strip()
+    print(f"{label} refused: {'ok' if ok else 'FAILED'}" + ("" if ok else f" ({r.stderr.strip()})"))
+    return ok
