@@ -72,7 +72,8 @@ void const_fold_run(Compilation& c) {
 }
 void const_fold_dump(Compilation& c, std::ostream& os) {
   os << print_graph(c.a.graph->sink()) << "folded " << c.a.folded.folded << " subgraphs ("
-     << c.a.folded.folded_bytes << " bytes), " << c.a.folded.splats << " splats\n";
+     << c.a.folded.folded_bytes << " bytes), " << c.a.folded.splats << " splats, "
+     << c.a.folded.too_costly << " too costly to fold\n";
 }
 void tensor_verify(const Compilation& c) {
   verify(c.a.graph->sink(), IrStage::Tensor);

@@ -69,6 +69,15 @@ class Folder {
     return total;
   }
 
+  // The elements the eager evaluator would compute to fold `n` (it materializes every node),
+  // not counting nodes an earlier fold computed.
+  int64_t eval_cost(const UOp* n) const {
+    int64_t cost = 0;
+    for (const UOp* x : n->toposort())
+      if (!is_leaf(x) && !evaluated_.count(x)) cost += shape_numel(x->shape());
+    return cost;
+  }
+
   // The value of a weight-free constant subgraph that is one value broadcast, if it is.
   std::optional<ConstValue> splat(const UOp* n) {
     if (auto it = splat_.find(n); it != splat_.end()) return it->second;
@@ -125,22 +134,47 @@ class Folder {
     int64_t numel = shape_numel(n->shape());
     int64_t limit = std::max<int64_t>(4096, 2 * weight_elements(n));
     if (numel <= limit) {
-      NDArray value = eval_.eval(n);
-      stats_.folded_bytes += value.nbytes();
-      ++stats_.folded;
-      replace_[n] =
-          g_.add_weight(g_.fresh_name("folded_" + std::to_string(n->id())), std::move(value));
-      return;
+      int64_t cost = eval_cost(n);
+      if (cost > std::max<int64_t>(kMinWorkBudget, kWorkPerWeightElement * weight_elements(n)) ||
+          cost > work_left_) {
+        ++stats_.too_costly;  // stays a kernel: it runs at every inference, but compiles
+      } else {
+        work_left_ -= cost;
+        for (const UOp* x : n->toposort()) evaluated_.insert(x);
+        NDArray value = eval_.eval(n);
+        stats_.folded_bytes += value.nbytes();
+        ++stats_.folded;
+        replace_[n] =
+            g_.add_weight(g_.fresh_name("folded_" + std::to_string(n->id())), std::move(value));
+        return;
+      }
     }
     for (const UOp* s : n->src)
       if (const_only_.count(s)) consider(s);
   }
 
+  // Folding work is bounded: a subgraph whose evaluation computes more than this many elements
+  // per weight element it reads (a product of two weight matrices: n^3 for 2n^2) stays a kernel,
+  // and so does everything once the whole graph's folding has computed that many per weight
+  // element of the graph. Packing, batch-norm and dequantization folds compute a few per element.
+  static constexpr int64_t kWorkPerWeightElement = 16;
+  static constexpr int64_t kMinWorkBudget = int64_t{1} << 16;
+
+  int64_t graph_weight_elements() const {
+    int64_t total = 0;
+    for (const UOp* x : g_.sink()->toposort())
+      if (g_.is_weight(x)) total += shape_numel(x->shape());
+    return total;
+  }
+
   Graph& g_;
+  int64_t work_left_ =
+      std::max<int64_t>(kMinWorkBudget, kWorkPerWeightElement* graph_weight_elements());
   EagerEvaluator eval_;  // shared, so that subgraphs common to several roots are evaluated once
   ConstFoldStats stats_;
   std::unordered_set<const UOp*> const_only_;
   std::unordered_set<const UOp*> decided_;
+  std::unordered_set<const UOp*> evaluated_;
   std::unordered_map<const UOp*, int64_t> weight_elems_;
   std::unordered_map<const UOp*, std::optional<ConstValue>> splat_;
   std::unordered_map<const UOp*, const UOp*> replace_;

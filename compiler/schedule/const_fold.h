@@ -4,8 +4,12 @@
 //
 // Folding never makes the package much larger: a folded value may hold at most
 // max(4096, 2 x the elements of the weights it reads) elements; a larger one (an expand, an
-// outer product) is not folded, its sources are. A subgraph of constants alone (no weights)
-// that is a broadcast of one value becomes that scalar constant, broadcast.
+// outer product) is not folded, its sources are. Folding's work is bounded too: a subgraph that
+// would compute more than 16 elements per weight element it reads (a product of two weight
+// matrices) stays a kernel, and folding stops when the graph's total reaches 16 per weight
+// element of the graph, so that compile time stays proportional to the model. A subgraph of
+// constants alone (no weights) that is a broadcast of one value becomes that scalar constant,
+// broadcast.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +22,7 @@ struct ConstFoldStats {
   int folded = 0;            // subgraphs replaced by a weight
   int splats = 0;            // subgraphs replaced by a broadcast constant
   int64_t folded_bytes = 0;  // bytes of the new weights
+  int too_costly = 0;        // subgraphs left to run-time kernels: folding them was too much work
 };
 
 ConstFoldStats fold_constants(Graph& g);

@@ -12,10 +12,11 @@
 namespace kiln {
 namespace {
 
-std::string parse_error(const std::string& text) {
+std::string parse_error(const std::string& text,
+                        int64_t max_generated_bytes = kMaxGeneratedWeightBytes) {
   Graph g;
   try {
-    parse_graph_text(text, "m.kg", ".", g);
+    parse_graph_text(text, "m.kg", ".", g, max_generated_bytes);
   } catch (const Error& e) {
     return e.what();
   }
@@ -67,8 +68,15 @@ TEST(GraphFile, ErrorsNameFileLineColumnAndWhatWasExpected) {
             "m.kg:1:24: values: 1 values for a weight of 2 elements");
   // Sizes a typo can produce are refused before anything is allocated (found by fuzz_graph_file).
   EXPECT_EQ(parse_error("weight w: float32[16222222222, 3] = random(seed=1)\n"),
-            "m.kg:1:37: random: weight 'w' float32(16222222222,3) is over 1 GiB: random() builds "
-            "at most 1 GiB (store larger weights with npy(\"file.npy\"))");
+            "m.kg:1:37: random: weight 'w' float32(16222222222,3) is larger than what zeros(), "
+            "random() and values() may still build in this file: 1073741824 of its 1073741824 "
+            "bytes are left (store large weights with npy(\"file.npy\"))");
+  // The bound is on the file's total, so many weights under it each cannot add up past it
+  // (fuzz_graph_file found files of several large weights that took minutes to build and plan).
+  EXPECT_EQ(parse_error("weight a: float32[10] = zeros()\nweight b: float32[10] = random()\n", 64),
+            "m.kg:2:25: random: weight 'b' float32(10) is larger than what zeros(), random() and "
+            "values() may still build in this file: 24 of its 64 bytes are left (store large "
+            "weights with npy(\"file.npy\"))");
   EXPECT_EQ(
       parse_error("input x: float32[2]\ny = reshape(x, shape=[4294967296, 4294967296, -1])\n"),
       "m.kg:2:5: reshape: reshape: (4294967296,4294967296,-1) has more than 2^56 elements");

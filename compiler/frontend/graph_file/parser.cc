@@ -21,8 +21,14 @@ using kg::Value;
 
 class Parser {
  public:
-  Parser(std::vector<Token> toks, std::string file, std::string dir, Graph& g)
-      : t_(std::move(toks)), file_(std::move(file)), dir_(std::move(dir)), g_(g) {}
+  Parser(std::vector<Token> toks, std::string file, std::string dir, int64_t max_generated_bytes,
+         Graph& g)
+      : t_(std::move(toks)),
+        file_(std::move(file)),
+        dir_(std::move(dir)),
+        max_generated_bytes_(max_generated_bytes),
+        generated_left_(max_generated_bytes),
+        g_(g) {}
 
   void run() {
     while (peek().kind != Tok::End) {
@@ -128,11 +134,15 @@ class Parser {
       return NDArray(d, shape, std::move(a.data));
     }
     // zeros(), random() and values() build the weight in the compiler's memory from a few
-    // characters of text; past 1 GiB that is a typo, not a model (npy() has no limit).
-    constexpr int64_t kMaxGeneratedBytes = int64_t{1} << 30;
-    if (shape_numel(shape) > kMaxGeneratedBytes / d.itemsize())
-      c.fail(str_cat("weight '", n, "' ", d.str(), shape_str(shape), " is over 1 GiB: ", kind,
-                     "() builds at most 1 GiB (store larger weights with npy(\"file.npy\"))"));
+    // characters of text; the file's total is bounded (npy() has no limit), so that a typo or a
+    // hostile file cannot make the compiler build gigabytes.
+    if (shape_numel(shape) > generated_left_ / d.itemsize())
+      c.fail(str_cat("weight '", n, "' ", d.str(), shape_str(shape),
+                     " is larger than what zeros(), random() and values() may still build in this "
+                     "file: ",
+                     generated_left_, " of its ", max_generated_bytes_,
+                     " bytes are left (store large weights with npy(\"file.npy\"))"));
+    generated_left_ -= shape_numel(shape) * d.itemsize();
     NDArray a(d, shape);
     if (kind == "zeros") {
       c.done(0, 0);
@@ -318,6 +328,8 @@ class Parser {
   std::vector<Token> t_;
   size_t p_ = 0;
   std::string file_, dir_;
+  int64_t max_generated_bytes_;
+  int64_t generated_left_;
   Graph& g_;
   std::map<std::string, Tensor> tensors_;
 };
@@ -325,8 +337,8 @@ class Parser {
 }  // namespace
 
 void parse_graph_text(const std::string& text, const std::string& name, const std::string& dir,
-                      Graph& g) {
-  Parser(kg::lex(text, name), name, dir, g).run();
+                      Graph& g, int64_t max_generated_bytes) {
+  Parser(kg::lex(text, name), name, dir, max_generated_bytes, g).run();
 }
 
 void load_graph_file(const std::string& path, Graph& g) {

@@ -1,0 +1,118 @@
+// The const_fold pass: what folds into a weight at compile time, what stays a run-time kernel,
+// and that the folded graph computes what the unfolded one did.
+#include <gtest/gtest.h>
+
+#include "compiler/schedule/const_fold.h"
+#include "compiler/tensor/eager.h"
+#include "compiler/tensor/linalg.h"
+#include "tests/schedule/plan_util.h"
+
+namespace kiln {
+namespace {
+
+NDArray ramp(const Shape& s, double step) {
+  NDArray a(dtypes::float32, s);
+  for (int64_t i = 0; i < a.numel(); ++i)
+    a.set(i, ConstValue::of_float(step * static_cast<double>(i % 13) - 0.3));
+  return a;
+}
+
+// Folds the graph's constants and checks that its outputs did not change.
+ConstFoldStats fold_and_check(Graph& g) {
+  auto inputs = testing::random_inputs(g, 3);
+  std::map<std::string, NDArray> before;
+  {
+    EagerEvaluator ev(g, inputs);
+    for (const auto& o : g.outputs()) before.emplace(o.name, ev.eval(o.node));
+  }
+  ConstFoldStats s = fold_constants(g);
+  EagerEvaluator ev(g, inputs);
+  for (const auto& o : g.outputs())
+    EXPECT_TRUE(testing::arrays_close(before.at(o.name), ev.eval(o.node))) << o.name;
+  return s;
+}
+
+// Whether some reduction in the graph reads weights only (a weight product left to run time).
+bool reduces_weights_at_run_time(const Graph& g) {
+  for (const UOp* r : g.sink()->toposort()) {
+    if (r->op != Op::REDUCE_AXIS) continue;
+    bool weights_only = true;
+    for (const UOp* x : r->toposort()) weights_only &= !(x->op == Op::BUFFER && !g.is_weight(x));
+    if (weights_only) return true;
+  }
+  return false;
+}
+
+bool reads_weight(const Graph& g, const UOp* n, const std::string& name) {
+  for (const UOp* x : n->toposort())
+    if (g.is_weight(x) && x->buffer().name == name) return true;
+  return false;
+}
+
+TEST(ConstFold, ATransposedWeightBecomesOneNewWeight) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {2, 8});
+  Tensor w = Tensor::weight(g, "w", ramp({6, 8}, 0.1));
+  g.add_output(
+      "y",
+      matmul(x,
+             w.mul(Tensor::scalar(g, ConstValue::of_float(2.0), dtypes::float32)).permute({1, 0}))
+          .uop());
+  ConstFoldStats s = fold_and_check(g);
+  EXPECT_EQ(s.folded, 1);
+  EXPECT_EQ(s.too_costly, 0);
+  EXPECT_FALSE(reads_weight(g, g.outputs()[0].node, "w"));
+}
+
+// The product of two weight matrices computes n^3 elements for 2n^2 read: folding it would make
+// compile time grow with the cube of the model (fuzz_graph_file found a 1024^2 pair that took
+// 4 GiB), so it stays a kernel.
+TEST(ConstFold, AProductOfTwoWeightMatricesIsTooCostlyAndStaysAKernel) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {2, 64});
+  Tensor a = Tensor::weight(g, "a", ramp({64, 64}, 0.01));
+  Tensor b = Tensor::weight(g, "b", ramp({64, 64}, 0.02));
+  g.add_output("y", matmul(x, matmul(a, b)).uop());
+  ConstFoldStats s = fold_and_check(g);
+  EXPECT_GE(s.too_costly, 1);
+  EXPECT_TRUE(reduces_weights_at_run_time(g));
+}
+
+// Small products are cheap in absolute terms and still fold.
+TEST(ConstFold, ASmallProductOfWeightsStillFolds) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {2, 8});
+  Tensor a = Tensor::weight(g, "a", ramp({8, 8}, 0.01));
+  Tensor b = Tensor::weight(g, "b", ramp({8, 8}, 0.02));
+  g.add_output("y", matmul(x, matmul(a, b)).uop());
+  ConstFoldStats s = fold_and_check(g);
+  EXPECT_EQ(s.folded, 1);
+  EXPECT_EQ(s.too_costly, 0);
+  EXPECT_FALSE(reduces_weights_at_run_time(g));
+}
+
+// An outer product of two vectors is far larger than what it reads: its sources fold, it does not.
+TEST(ConstFold, AnOuterProductLargerThanItsWeightsIsNotStored) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {256, 256});
+  Tensor u = Tensor::weight(g, "u", ramp({256, 1}, 0.1));
+  Tensor v = Tensor::weight(g, "v", ramp({1, 256}, 0.1));
+  g.add_output("y", x.add(u.mul(v)).uop());
+  ConstFoldStats s = fold_and_check(g);
+  EXPECT_EQ(s.folded, 0);
+  EXPECT_EQ(s.folded_bytes, 0);
+  EXPECT_TRUE(reads_weight(g, g.outputs()[0].node, "u"));
+}
+
+TEST(ConstFold, ABroadcastOfOneConstantValueBecomesASplat) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 4});
+  Tensor c = Tensor::scalar(g, ConstValue::of_float(3.0), dtypes::float32).expand({4, 4});
+  g.add_output("y", x.add(c.exp()).uop());
+  ConstFoldStats s = fold_and_check(g);
+  EXPECT_EQ(s.splats, 1);
+  EXPECT_EQ(s.folded, 0);
+}
+
+}  // namespace
+}  // namespace kiln
