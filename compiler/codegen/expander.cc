@@ -177,12 +177,16 @@ class Expander {
     bool uniform = true;  // every lane has a constant offset from lane 0 and the same gate
   };
   Lanes lanes_of(const UOp* idx, Mask m) {
-    Lanes out;
+    std::vector<Access> acc;
     int64_t n = lanes(m);
-    for (int64_t l = 0; l < n; ++l) out.acc.push_back(split_index(substitute_lane(idx, m, l)));
+    for (int64_t l = 0; l < n; ++l) acc.push_back(split_index(substitute_lane(idx, m, l)));
+    return lanes_from(std::move(acc));
+  }
+  Lanes lanes_from(std::vector<Access> acc) {
+    Lanes out;
+    out.acc = std::move(acc);
     const Access& a0 = out.acc[0];
-    for (int64_t l = 0; l < n; ++l) {
-      const Access& a = out.acc[static_cast<size_t>(l)];
+    for (const Access& a : out.acc) {
       if (!a.lin || !a0.lin || a.gate != a0.gate) {
         out.uniform = false;
         break;
@@ -205,14 +209,7 @@ class Expander {
   const UOp* masked_run(const UOp* idx, Mask m, const Lanes& ls, DType el) {
     if (ls.uniform || el.is_bool() || ls.acc.size() < 4) return nullptr;
     if (idx->op != Op::WHERE || !idx->src[2]->is_invalid()) return nullptr;
-    const Access& a0 = ls.acc[0];
-    if (!a0.lin) return nullptr;
-    for (size_t l = 0; l < ls.acc.size(); ++l) {
-      const Access& a = ls.acc[l];
-      if (!a.lin) return nullptr;
-      const UOp* d = simplify(a.lin->sub(a0.lin));
-      if (d->op != Op::CONST || d->cval().i != static_cast<int64_t>(l)) return nullptr;
-    }
+    if (!consecutive(ls)) return nullptr;
     const UOp* gate = idx->src[0];
     return convert(expand(gate), mask_of(gate), m);
   }
@@ -252,23 +249,102 @@ class Expander {
     int64_t row = 1;  // lanes per row
     while (row < n && ls.offset[static_cast<size_t>(row)] == row * stride) ++row;
     if (row < 4 || n % row != 0) return nullptr;
-    int64_t span = row * stride;
+    // A long row (7 vectors of a 56-wide output) in chunks of at most 64 loaded elements.
+    int64_t chunk = row;
+    while (chunk * stride > 64 && chunk % 2 == 0) chunk /= 2;
+    int64_t span = chunk * stride;
     const Access& a0 = ls.acc[0];
     if (span > 64 || span > buf->dtype.ptr_size || a0.lin->vmin() < 0) return nullptr;
     std::vector<const UOp*> loads;
     std::vector<int64_t> pick;
-    for (int64_t r = 0; r < n / row; ++r) {
-      int64_t first = ls.offset[static_cast<size_t>(r * row)];
-      for (int64_t l = 0; l < row; ++l)
-        if (ls.offset[static_cast<size_t>(r * row + l)] != first + l * stride) return nullptr;
+    for (int64_t c = 0; c < n / chunk; ++c) {
+      int64_t first = ls.offset[static_cast<size_t>(c * chunk)];
+      for (int64_t l = 0; l < chunk; ++l)
+        if (ls.offset[static_cast<size_t>(c * chunk + l)] != first + l * stride) return nullptr;
       // A masked access addresses element 0 (see the emitter): that end fits by span <= size.
       if (a0.lin->vmax() + first + span > buf->dtype.ptr_size || a0.lin->vmin() + first < 0)
         return nullptr;
       const UOp* lin = simplify(a0.lin->add(first));
       loads.push_back(ctx_->make(Op::LOAD, vec(el, span), {make_index(buf, a0.gate, lin)}));
-      for (int64_t l = 0; l < row; ++l) pick.push_back(r * span + l * stride);
+      for (int64_t l = 0; l < chunk; ++l) pick.push_back(c * span + l * stride);
     }
     return ctx_->make(Op::GEP, vec(el, n), loads, pick);
+  }
+
+  // Lanes that share a gate at constant offsets from the first as vector loads (one per run of
+  // consecutive offsets, or strided), or nullptr.
+  const UOp* uniform_load(const Lanes& ls, const UOp* buf, int64_t n, DType el) {
+    if (!ls.uniform) return nullptr;
+    if (const UOp* strided = strided_load(ls, buf, n, el)) return strided;
+    auto runs = runs_of(ls.offset);
+    if (odd_run(runs)) return nullptr;
+    const Access& a0 = ls.acc[0];
+    std::vector<const UOp*> loads;
+    std::map<int64_t, int64_t> pos;  // offset -> position in the concatenation of the runs
+    int64_t p = 0;
+    for (auto [start, len] : runs) {
+      const UOp* lin = simplify(a0.lin->add(start));
+      loads.push_back(ctx_->make(Op::LOAD, vec(el, len), {make_index(buf, a0.gate, lin)}));
+      for (int64_t k = 0; k < len; ++k) pos[start + k] = p++;
+    }
+    bool identity = loads.size() == 1 && p == n;
+    for (int64_t l = 0; l < n && identity; ++l)
+      identity = pos[ls.offset[static_cast<size_t>(l)]] == l;
+    if (identity) return loads[0];
+    std::vector<int64_t> lane_map;
+    for (int64_t l = 0; l < n; ++l) lane_map.push_back(pos[ls.offset[static_cast<size_t>(l)]]);
+    return ctx_->make(Op::GEP, vec(el, n), loads, lane_map);
+  }
+
+  // Lanes whose rows (the lanes along the fastest upcast axis) are each uniform, or each a
+  // masked run, but not all alike: rows clamped or gated one by one (the tail rows of an output
+  // tile taller than what is left; the padded lanes of a 28-wide row, in every row of the tile).
+  // Each row as its vector loads, the rows concatenated; nullptr if some row is neither. A row
+  // masked off entirely is zeros.
+  const UOp* row_loads(const UOp* idx, const Lanes& ls, Mask m, const UOp* buf, int64_t n,
+                       DType el) {
+    int64_t row = fastest_size(m);
+    if (row < 4 || row == n) return nullptr;
+    const UOp* gates = nullptr;  // the index's gate over all lanes, for masked rows
+    std::vector<const UOp*> rows;
+    for (int64_t r = 0; r < n / row; ++r) {
+      auto first = ls.acc.begin() + r * row;
+      Lanes part = lanes_from(std::vector<Access>(first, first + row));
+      const UOp* v = nullptr;
+      if (std::all_of(part.acc.begin(), part.acc.end(), [](const Access& a) { return !a.lin; })) {
+        const UOp* zero = ctx_->const_value(el, ConstValue::of_int(0));
+        v = ctx_->make(Op::VECTORIZE, vec(el, row),
+                       std::vector<const UOp*>(static_cast<size_t>(row), zero));
+      } else if (part.uniform) {
+        v = uniform_load(part, buf, row, el);
+      } else if (consecutive(part) && !el.is_bool() && idx->op == Op::WHERE &&
+                 idx->src[2]->is_invalid()) {
+        if (!gates) gates = convert(expand(idx->src[0]), mask_of(idx->src[0]), m);
+        std::vector<int64_t> pick;
+        for (int64_t l = 0; l < row; ++l) pick.push_back(r * row + l);
+        const UOp* g = ctx_->make(Op::GEP, vec(dtypes::bool_, row), {gates}, pick);
+        v = ctx_->make(
+            Op::LOAD, vec(el, row),
+            {ctx_->make(Op::INDEX, buf->dtype, {buf, g->where(part.acc[0].lin, ctx_->invalid())})});
+      }
+      if (!v) return nullptr;
+      rows.push_back(v);
+    }
+    std::vector<int64_t> all(static_cast<size_t>(n));
+    for (int64_t l = 0; l < n; ++l) all[static_cast<size_t>(l)] = l;
+    return ctx_->make(Op::GEP, vec(el, n), rows, all);
+  }
+
+  // Every lane has an address, lane l at the first lane's plus l (gates may differ).
+  bool consecutive(const Lanes& ls) {
+    const Access& a0 = ls.acc[0];
+    for (size_t l = 0; l < ls.acc.size(); ++l) {
+      const Access& a = ls.acc[l];
+      if (!a.lin || !a0.lin) return false;
+      const UOp* d = simplify(a.lin->sub(a0.lin));
+      if (d->op != Op::CONST || d->cval().i != static_cast<int64_t>(l)) return false;
+    }
+    return true;
   }
 
   const UOp* expand_load(const UOp* ld) {
@@ -279,38 +355,14 @@ class Expander {
     Lanes ls = lanes_of(index->src[1], m);
     int64_t n = lanes(m);
     DType el = ld->dtype.base();
-    if (const UOp* strided = strided_load(ls, buf, n, el)) return strided;
-    if (ls.uniform && !odd_run(runs_of(ls.offset))) {
-      auto runs = runs_of(ls.offset);
-      const Access& a0 = ls.acc[0];
-      std::vector<const UOp*> loads;
-      std::map<int64_t, int64_t> pos;  // offset -> position in the concatenation of the runs
-      int64_t p = 0;
-      for (auto [start, len] : runs) {
-        const UOp* lin = simplify(a0.lin->add(start));
-        loads.push_back(ctx_->make(Op::LOAD, vec(el, len), {make_index(buf, a0.gate, lin)}));
-        for (int64_t k = 0; k < len; ++k) pos[start + k] = p++;
-      }
-      bool identity = loads.size() == 1 && p == n;
-      for (int64_t l = 0; l < n && identity; ++l)
-        identity = pos[ls.offset[static_cast<size_t>(l)]] == l;
-      const UOp* out = loads[0];
-      if (!identity) {
-        std::vector<int64_t> lane_map;
-        for (int64_t l = 0; l < n; ++l) lane_map.push_back(pos[ls.offset[static_cast<size_t>(l)]]);
-        out = ctx_->make(Op::GEP, vec(el, n), loads, lane_map);
-      }
-      // Its lanes as scalar loads, for convert() to broadcast from memory.
-      std::vector<const UOp*> scalars;
-      for (const Access& a : ls.acc)
-        scalars.push_back(ctx_->make(Op::LOAD, el, {make_index(buf, a.gate, a.lin)}));
-      lane_loads_[out] = std::move(scalars);
-      return out;
+    const UOp* out = uniform_load(ls, buf, n, el);
+    if (!out) {
+      if (const UOp* gate = masked_run(index->src[1], m, ls, el))
+        return ctx_->make(Op::LOAD, vec(el, n),
+                          {ctx_->make(Op::INDEX, buf->dtype,
+                                      {buf, gate->where(ls.acc[0].lin, ctx_->invalid())})});
+      out = row_loads(index->src[1], ls, m, buf, n, el);
     }
-    if (const UOp* gate = masked_run(index->src[1], m, ls, el))
-      return ctx_->make(
-          Op::LOAD, vec(el, n),
-          {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())})});
     std::vector<const UOp*> scalars;
     for (const Access& a : ls.acc) {
       if (!a.lin)
@@ -318,7 +370,10 @@ class Expander {
       else
         scalars.push_back(ctx_->make(Op::LOAD, el, {make_index(buf, a.gate, a.lin)}));
     }
-    return ctx_->make(Op::VECTORIZE, vec(el, n), scalars);
+    if (!out) return ctx_->make(Op::VECTORIZE, vec(el, n), scalars);
+    // Its lanes as scalar loads too, for convert() to broadcast from memory.
+    lane_loads_[out] = std::move(scalars);
+    return out;
   }
 
   std::vector<const UOp*> expand_store(const UOp* st) {
@@ -356,6 +411,7 @@ class Expander {
           Op::STORE, dtypes::void_,
           {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())}),
            value})};
+    if (row_stores(index->src[1], ls, mi, buf, value, out)) return out;
     for (int64_t l = 0; l < n; ++l) {
       const Access& a = ls.acc[static_cast<size_t>(l)];
       if (!a.lin) continue;
@@ -363,6 +419,54 @@ class Expander {
       out.push_back(ctx_->make(Op::STORE, dtypes::void_, {make_index(buf, a.gate, a.lin), v}));
     }
     return out;
+  }
+
+  // The stores of row_loads' shape: each row of the tile (the lanes along the fastest upcast axis)
+  // one vector store, or one masked store when its lanes' gates differ, a row masked off entirely
+  // none. False (nothing added) if some row is neither.
+  bool row_stores(const UOp* idx, const Lanes& ls, Mask m, const UOp* buf, const UOp* value,
+                  std::vector<const UOp*>& out) {
+    int64_t n = lanes(m);
+    int64_t row = fastest_size(m);
+    if (row < 4 || row == n) return false;
+    DType el = value->dtype.base();
+    const UOp* gates = nullptr;
+    std::vector<const UOp*> stores;
+    for (int64_t r = 0; r < n / row; ++r) {
+      auto first = ls.acc.begin() + r * row;
+      Lanes part = lanes_from(std::vector<Access>(first, first + row));
+      if (std::all_of(part.acc.begin(), part.acc.end(), [](const Access& a) { return !a.lin; }))
+        continue;
+      std::vector<int64_t> pick;
+      for (int64_t l = 0; l < row; ++l) pick.push_back(r * row + l);
+      const UOp* v = ctx_->make(Op::GEP, vec(el, row), {value}, pick);
+      bool contiguous = part.uniform;
+      for (int64_t l = 0; l < row && contiguous; ++l)
+        contiguous = part.offset[static_cast<size_t>(l)] == l;
+      const UOp* where;
+      if (contiguous) {
+        where = make_index(buf, part.acc[0].gate, part.acc[0].lin);
+      } else if (consecutive(part) && !el.is_bool() && idx->op == Op::WHERE &&
+                 idx->src[2]->is_invalid()) {
+        if (!gates) gates = convert(expand(idx->src[0]), mask_of(idx->src[0]), m);
+        const UOp* g = ctx_->make(Op::GEP, vec(dtypes::bool_, row), {gates}, pick);
+        where =
+            ctx_->make(Op::INDEX, buf->dtype, {buf, g->where(part.acc[0].lin, ctx_->invalid())});
+      } else {
+        return false;
+      }
+      stores.push_back(ctx_->make(Op::STORE, dtypes::void_, {where, v}));
+    }
+    out.insert(out.end(), stores.begin(), stores.end());
+    return true;
+  }
+
+  // The size of the fastest upcast axis of layout m.
+  int64_t fastest_size(Mask m) const {
+    size_t fastest = ups_.size();
+    while (fastest-- > 0 && !(m & (Mask{1} << fastest))) {
+    }
+    return ups_[fastest]->src[0]->cval().i;
   }
 
   const UOp* expand_reduce(const UOp* red) {
