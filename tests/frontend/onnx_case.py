@@ -11,15 +11,28 @@ import onnx
 def run_model(kilnc, kiln_run, d, model, inputs):
     """Saves `model` and `inputs` (name -> array) under d, compiles, runs; every model output by
     name."""
+    return run_package(kiln_run, d, compile_model(kilnc, d, model), model, inputs)
+
+
+def compile_model(kilnc, d, model):
+    """Saves `model` under d and compiles it; the package's path."""
     os.makedirs(d, exist_ok=True)
     onnx.save(model, os.path.join(d, "model.onnx"))
-    args = []
-    for k, v in inputs.items():
-        np.save(os.path.join(d, f"{k}.npy"), v)
-        args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
-    pkg, out = os.path.join(d, "m.kiln"), os.path.join(d, "out")
+    pkg = os.path.join(d, "m.kiln")
     subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", pkg], check=True,
                    capture_output=True)
+    return pkg
+
+
+def run_package(kiln_run, d, pkg, model, inputs, tag="run"):
+    """Runs the package on `inputs` (name -> array, saved under d/tag); every output by name."""
+    run_dir = os.path.join(d, tag)
+    os.makedirs(run_dir, exist_ok=True)
+    args = []
+    for k, v in inputs.items():
+        np.save(os.path.join(run_dir, f"{k}.npy"), v)
+        args += ["--input", f"{k}={os.path.join(run_dir, k + '.npy')}"]
+    out = os.path.join(run_dir, "out")
     subprocess.run([kiln_run, pkg, *args, "--output-dir", out], check=True, capture_output=True)
     return {o.name: np.load(os.path.join(out, re.sub(r"[^A-Za-z0-9._-]", "_", o.name) + ".npy"))
             for o in model.graph.output}

@@ -97,15 +97,23 @@ void register_misc_ops(OpRegistry& r) {
     Tensor eye = j.sub(i).eq(i.like(static_cast<double>(k)));
     return V{eye.where(Tensor::full(n.graph(), {}, 1, d), Tensor::full(n.graph(), {}, 0, d))};
   };
+  // k only moves the diagonal, never the shape: a run-time k (a model input) is a scalar the
+  // kernel compares against, like a constant one.
   r["Trilu"] = [](NodeContext& n) {
     Tensor x = n.input(0);
-    int64_t k = n.has_input(1) ? n.const_ints(1).at(0) : 0;
+    if (x.ndim() < 2) n.invalid("input must have at least 2 dimensions");
     bool upper = n.attr_int("upper", 1) != 0;
     int64_t rows = x.dim(-2), cols = x.dim(-1);
     Tensor i = iota(n, rows).reshape({rows, 1}), j = iota(n, cols).reshape({1, cols});
     Tensor d = j.sub(i);
-    Tensor keep =
-        upper ? d.ge(d.like(static_cast<double>(k))) : d.le(d.like(static_cast<double>(k)));
+    Tensor k = d.like(0.0).reshape({});
+    if (n.has_input(1)) {
+      k = n.input(1);
+      if (k.dtype() != dtypes::int64) n.invalid("k must be int64");
+      if (k.numel() != 1) n.invalid("k must hold one value, it has shape " + shape_str(k.shape()));
+      k = k.reshape({}).cast(d.dtype());
+    }
+    Tensor keep = upper ? d.ge(k) : d.le(k);
     return V{keep.where(x, x.like(0.0))};
   };
   r["OneHot"] = [](NodeContext& n) {

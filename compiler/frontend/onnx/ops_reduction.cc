@@ -139,12 +139,30 @@ void register_reduction_ops(OpRegistry& r) {
   r["Softmax"] = softmax_like(0);
   r["LogSoftmax"] = softmax_like(1);
   r["Hardmax"] = softmax_like(2);
+  // A run-time axis (a model input) decides which axis is scanned, not the shape: the scan is
+  // built along every axis and the kernel selects by the axis value (rank times the work; an
+  // axis outside [-rank, rank) selects the last axis, as there is no run-time error path).
   r["CumSum"] = [](NodeContext& n) {
     Tensor x = n.input(0);
-    std::vector<int64_t> ax = n.const_ints(1);
-    if (ax.size() != 1) n.invalid("axis must be a single value");
-    return V{cumsum(x, norm_axis(ax[0], x.ndim(), n), n.attr_int("exclusive", 0) != 0,
-                    n.attr_int("reverse", 0) != 0)};
+    bool exclusive = n.attr_int("exclusive", 0) != 0, reverse = n.attr_int("reverse", 0) != 0;
+    if (n.input_is_const(1)) {
+      std::vector<int64_t> ax = n.const_ints(1);
+      if (ax.size() != 1) n.invalid("axis must be a single value");
+      return V{cumsum(x, norm_axis(ax[0], x.ndim(), n), exclusive, reverse)};
+    }
+    Tensor ax = n.input(1);
+    if (!ax.dtype().is_int()) n.invalid("axis must be int32 or int64");
+    if (ax.numel() != 1) n.invalid("axis must be a single value");
+    if (x.ndim() == 0) n.invalid("input must have at least 1 dimension");
+    ax = ax.reshape({}).cast(dtypes::int64);
+    int64_t rank = x.ndim();
+    Tensor out = cumsum(x, rank - 1, exclusive, reverse);
+    for (int64_t a = rank - 2; a >= 0; --a) {
+      Tensor is_a = ax.eq(ax.like(static_cast<double>(a)))
+                        .logical_or(ax.eq(ax.like(static_cast<double>(a - rank))));
+      out = is_a.where(cumsum(x, a, exclusive, reverse), out);
+    }
+    return V{out};
   };
 }
 
