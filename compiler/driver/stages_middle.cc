@@ -9,6 +9,7 @@
 #include "compiler/ir/verify.h"
 #include "compiler/schedule/kernel_dedup.h"
 #include "compiler/schedule/memory_plan.h"
+#include "compiler/schedule/merge_loops.h"
 #include "compiler/schedule/parallel_groups.h"
 #include "compiler/support/error.h"
 #include "compiler/support/file.h"
@@ -91,6 +92,7 @@ void rangeify_run(Compilation& c) {
   plan.outputs = std::move(r.outputs);
   plan.fusion_log = std::move(r.fusion_log);
   c.a.rangeified = std::move(r.kernels);
+  for (RangeifiedKernel& k : c.a.rangeified) k.ast = merge_loops(k.ast);
   if (c.options.explain_fusion) {
     c.log << "--- fusion decisions (policy: " << policy.name() << ") ---\n";
     for (const auto& line : plan.fusion_log) c.log << line << "\n";

@@ -276,11 +276,15 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   };
   // Loads per accumulator update in the inner loop: the vector operand's loads (one per vector
   // on the lane axis) plus one broadcast per tile position.
+  // A lane axis narrower than the vector (8 channels of a panel on a 16-lane target) fills each
+  // accumulator half, so its FMAs count for what they compute: a classifier's 8 channels x 32
+  // positions otherwise beat 16 positions x 8 channels and ran 13% slower.
   auto loads_per_fma = [&](const TilePlan& p) {
     int64_t positions = 1;
     for (const Opt& o : p.tile) positions *= o.amount;
+    double filled = static_cast<double>(std::min(p.lanes, width)) / static_cast<double>(width);
     return static_cast<double>(std::max<int64_t>(1, p.lanes / width) + positions) /
-           static_cast<double>(accumulators_of(p.lanes, p.tile));
+           (static_cast<double>(accumulators_of(p.lanes, p.tile)) * filled);
   };
   TilePlan plan;
   if (ranked.empty()) {
