@@ -54,7 +54,11 @@ int64_t lane_count(int64_t n, int64_t cap, int item, bool masked) {
   int64_t d = pick_divisor(n, cap);
   bool weak = d < cap / 2 || (d & (d - 1)) != 0;
   if (!masked || !weak || cap < 4 || (item != 4 && item != 8)) return d;
-  return worth_padding(n, cap) ? cap : d;
+  // The widest power of two down to 4 that pads n by at most a quarter: a 7-wide map takes 8
+  // lanes (one masked) on a 16-lane target, not 7 (a 7-lane vector is split into pieces).
+  for (int64_t p = cap; p >= 4 && p > d; p /= 2)
+    if (worth_padding(n, p)) return p;
+  return d;
 }
 
 // The loads of the contraction's products (the operands of the MUL under a REDUCE(ADD)).

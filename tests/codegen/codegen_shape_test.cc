@@ -145,6 +145,25 @@ TEST(CodegenShape, DepthwiseRowsAreVectorLoadsNotLaneInserts) {
   }
 }
 
+// A 5x5 depthwise window over a 7x7 map: the W axis takes 8 lanes (one masked) rather than 7,
+// and the window's 5 unrolled copies accumulate in 4 whole 8-lane slices, not one 40-lane
+// vector: LLVM split both odd widths into pieces assembled with lane inserts (the layer ran 3x
+// slower; efficientnet_b0's last stage has three of them).
+TEST(CodegenShape, SmallMapWindowsAccumulateInWholeVectors) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 7, 7});
+    NDArray w(dtypes::float32, {32, 1, 5, 5});
+    for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(0.1 * (i % 7)));
+    g.add_output("y", conv(x, Tensor::weight(g, "w", std::move(w)), nullptr,
+                           {{1, 1}, {{2, 2}, {2, 2}}, {1, 1}, 32})
+                          .uop());
+    Artifacts a = assembly_for(g, c);
+    EXPECT_LE(count_matches(a.assembly, "vinsertps"), 16) << c.name;  // was 60-67
+    EXPECT_GE(count_matches(a.assembly, "vfmadd[0-9]+ps|vmulps"), 5) << c.name;
+  }
+}
+
 // The optimization levels mean different code: 0 scalar loops in one task, 1 vectors and tasks
 // without register tiles or unrolls, 2 register tiles with the reduction unrolled.
 // exp (here inside SiLU) converts its exponent to integers a whole vector at a time: a vector
