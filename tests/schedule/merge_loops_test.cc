@@ -25,21 +25,6 @@ std::vector<int64_t> loop_sizes(const UOp* ast) {
   return sizes;
 }
 
-// Plans the graph, checks the plan's values against the eager evaluation, returns the plan.
-Plan plan_and_check(Graph& g) {
-  auto inputs = testing::random_inputs(g, 11);
-  std::map<std::string, NDArray> expected;
-  {
-    EagerEvaluator ev(g, inputs);
-    for (const auto& o : g.outputs()) expected.emplace(o.name, ev.eval(o.node));
-  }
-  Plan p = plan_graph(g, {});
-  auto got = interpret(p, g, inputs);
-  for (const auto& [name, arr] : expected)
-    EXPECT_TRUE(testing::arrays_close(arr, got.at(name))) << name;
-  return p;
-}
-
 NDArray ramp(const Shape& s) {
   NDArray a(dtypes::float32, s);
   for (int64_t i = 0; i < a.numel(); ++i)
@@ -54,7 +39,7 @@ TEST(MergeLoops, AOneByOneConvolutionWalksItsPositionsAsOneLoop) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 13, 13});
   Tensor w = Tensor::weight(g, "w", ramp({24, 8, 1, 1}));
   g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   ASSERT_EQ(p.programs.size(), 1u);
   EXPECT_EQ(loop_sizes(p.programs[0].ast), (std::vector<int64_t>{24, 169}));
 }
@@ -66,7 +51,7 @@ TEST(MergeLoops, APaddedWindowKeepsItsRowsAndColumns) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 13, 13});
   Tensor w = Tensor::weight(g, "w", ramp({8, 4, 3, 3}));
   g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   bool kept = false;
   for (const KernelProgram& prog : p.programs)
     kept |= loop_sizes(prog.ast) == std::vector<int64_t>{8, 13, 13};
@@ -80,7 +65,7 @@ TEST(MergeLoops, ATransposeKeepsItsLoopsAndElementwiseOpsBecomeOne) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 10});
   g.add_output("t", x.permute({1, 0}).exp().uop());
   g.add_output("e", x.exp().uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   std::vector<std::vector<int64_t>> got;
   for (const KernelProgram& prog : p.programs) got.push_back(loop_sizes(prog.ast));
   std::sort(got.begin(), got.end());
@@ -96,7 +81,7 @@ TEST(MergeLoops, GatesOnAMergedCoordinateKeepTheLoops) {
   Tensor b = Tensor::input(g, "b", dtypes::float32, {3, 5, 7});
   g.add_output("padded", a.pad({{0, 0}, {0, 0}, {1, 1}}, 0.0).exp().uop());
   g.add_output("cat", concat({a, b}, 0).exp().uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   std::vector<std::vector<int64_t>> got;
   for (const KernelProgram& prog : p.programs) got.push_back(loop_sizes(prog.ast));
   std::sort(got.begin(), got.end());

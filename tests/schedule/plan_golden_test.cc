@@ -27,28 +27,12 @@ int count_ops(const UOp* ast, Op op) {
   return n;
 }
 
-// Plans the graph and checks it against the eager evaluation through the interpreter.
-Plan plan_and_check(Graph& g) {
-  auto inputs = testing::random_inputs(g, 7);
-  std::map<std::string, NDArray> expected;
-  {
-    EagerEvaluator ev(g, inputs);
-    for (const auto& o : g.outputs()) expected.emplace(o.name, ev.eval(o.node));
-  }
-  Plan p = plan_graph(g, {});
-  EXPECT_EQ(check_memory_plan(p), "");
-  auto got = interpret(p, g, inputs);
-  for (const auto& [name, arr] : expected)
-    EXPECT_TRUE(testing::arrays_close(arr, got.at(name))) << name;
-  return p;
-}
-
 TEST(PlanGolden, SiluAndMulIsOneKernelWithoutIntermediates) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 4096});
   auto halves = split(x, -1, {2048, 2048});
   g.add_output("y", silu(halves[0]).mul(halves[1]).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   EXPECT_EQ(p.launches.size(), 1u);
   EXPECT_EQ(p.memory.arena_bytes, 0);
   // Two loads of x, at offsets r*4096 + c and r*4096 + c + 2048, without div/mod.
@@ -62,7 +46,7 @@ TEST(PlanGolden, MatmulIsOneKernelWithOneReduceRange) {
   Tensor a = Tensor::input(g, "a", dtypes::float32, {4, 4});
   Tensor b = Tensor::input(g, "b", dtypes::float32, {4, 4});
   g.add_output("c", matmul(a, b).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   ASSERT_EQ(p.launches.size(), 1u);
   const UOp* ast = p.programs[0].ast;
   ASSERT_EQ(count_ops(ast, Op::REDUCE), 1);
@@ -80,7 +64,7 @@ TEST(KernelFlops, MatmulIsTwoMNKAndElementwiseOnePerOp) {
   Tensor a = Tensor::input(g, "a", dtypes::float32, {3, 5});
   Tensor b = Tensor::input(g, "b", dtypes::float32, {5, 7});
   g.add_output("c", matmul(a, b).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   ASSERT_EQ(p.programs.size(), 1u);
   EXPECT_EQ(kernel_flops(p.programs[0].ast), 2 * 3 * 5 * 7);
 
@@ -88,7 +72,7 @@ TEST(KernelFlops, MatmulIsTwoMNKAndElementwiseOnePerOp) {
   Tensor x = Tensor::input(h, "x", dtypes::float32, {6, 10});
   Tensor y = Tensor::input(h, "y", dtypes::float32, {6, 10});
   h.add_output("z", x.mul(y).add(x).uop());  // two ops per element
-  Plan q = plan_and_check(h);
+  Plan q = testing::plan_and_check(h);
   ASSERT_EQ(q.programs.size(), 1u);
   EXPECT_EQ(kernel_flops(q.programs[0].ast), 2 * 60);
 }
@@ -97,7 +81,7 @@ TEST(PlanGolden, ReshapeExpandSumIsOneKernel) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 4});
   g.add_output("y", x.reshape({2, 3, 4}).unsqueeze(0).expand({5, 2, 3, 4}).sum({0}).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   EXPECT_EQ(p.launches.size(), 1u);
 }
 
@@ -105,7 +89,7 @@ TEST(PlanGolden, SoftmaxOverTheLastAxisIsAtMostThreeKernels) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {8, 33});
   g.add_output("y", softmax(x, -1).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   EXPECT_LE(p.launches.size(), 3u);
   EXPECT_GE(p.launches.size(), 1u);
 }
@@ -120,7 +104,7 @@ TEST(PlanGolden, ConvFollowedByConstantBatchNormHasNoNormKernel) {
   Tensor mean = Tensor::weight(g, "mean", filled(dtypes::float32, {4}, 0.3));
   Tensor var = Tensor::weight(g, "var", filled(dtypes::float32, {4}, 2.0));
   g.add_output("y", batch_norm(y, scale, bias, mean, var, 1e-5).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   // Two kernels: the padded input, written once, and the convolution with the norm fused as its
   // epilogue (folded into constants: no sqrt or division is left).
   ASSERT_EQ(p.launches.size(), 2u);
@@ -138,7 +122,7 @@ TEST(PlanGolden, SiluIsTheEpilogueOfTheConvolutionBeforeIt) {
   Tensor w = Tensor::weight(g, "w", filled(dtypes::float32, {16, 8, 1, 1}, 0.1));
   Tensor c = conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1});
   g.add_output("y", silu(c).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   EXPECT_EQ(p.launches.size(), 1u);
   EXPECT_EQ(count_ops(p.programs[0].ast, Op::REDUCE), 1);
 
@@ -147,7 +131,7 @@ TEST(PlanGolden, SiluIsTheEpilogueOfTheConvolutionBeforeIt) {
   Tensor hw = Tensor::weight(h, "w", filled(dtypes::float32, {16, 8, 1, 1}, 0.1));
   Tensor hc = conv(hx, hw, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1});
   h.add_output("y", hc.sigmoid().mul(hc.flip({3})).uop());  // another index: computed once
-  Plan q = plan_and_check(h);
+  Plan q = testing::plan_and_check(h);
   EXPECT_EQ(q.launches.size(), 2u);
 }
 
@@ -158,7 +142,7 @@ TEST(PlanGolden, DiamondGivesThreeGroups) {
   Tensor b = a2.mul(2.0).contiguous();              // B
   Tensor c = a2.add(1.0).contiguous();              // C
   g.add_output("d", b.add(c).uop());                // D
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   EXPECT_EQ(p.launches.size(), 4u);
   ASSERT_EQ(p.groups.size(), 3u);
   EXPECT_EQ(p.groups[1].size(), 2u);  // B and C run side by side
@@ -169,7 +153,7 @@ TEST(PlanGolden, ReshapeOfAContiguousBufferLeavesNoDivMod) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 4, 5});
   Tensor y = x.reshape({2, 3, 20}).reshape({3, 2, 4, 5}).exp();
   g.add_output("y", y.reshape({120}).reshape({6, 20}).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   ASSERT_EQ(p.launches.size(), 1u);
   const UOp* ast = p.programs[0].ast;
   EXPECT_EQ(count_ops(ast, Op::IDIV) + count_ops(ast, Op::MOD), 0) << print_graph(ast);
@@ -179,7 +163,7 @@ TEST(PlanGolden, PaddingBecomesAGatedLoad) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {5, 7});
   g.add_output("y", x.pad({{1, 2}, {3, 0}}, 0.0).exp().uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   ASSERT_EQ(p.launches.size(), 1u);
   int gated = 0;
   for (const UOp* u : p.programs[0].ast->toposort())
@@ -195,7 +179,7 @@ TEST(PlanGolden, AReductionUnderAnOuterBroadcastIsKeptAndExplained) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {16, 8});
   g.add_output("y", x.sub(x.mean({0}, true)).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   EXPECT_EQ(p.launches.size(), 2u);
   bool explained = false;
   for (const auto& line : p.fusion_log)
@@ -210,7 +194,7 @@ TEST(PlanGolden, IdenticalKernelsShareOneProgram) {
   Tensor b = Tensor::input(g, "b", dtypes::float32, {8, 8});
   g.add_output("x", a.exp().uop());
   g.add_output("y", b.exp().uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   EXPECT_EQ(p.launches.size(), 2u);
   EXPECT_EQ(p.programs.size(), 1u);
 }
@@ -231,7 +215,7 @@ TEST(PlanGolden, AConvolutionsEpilogueStaysWithItAndIsNotRecomputedByTheNextOne)
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 10, 10});
   Tensor a = relu(conv3x3(g, x, 8, "w1").add(1.0));
   g.add_output("y", conv3x3(g, a, 8, "w2").uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   // pad(x), relu(conv1 + 1), pad(a), conv2: each convolution once, in a kernel of its own.
   ASSERT_EQ(p.launches.size(), 4u);
   int convs = 0;
@@ -251,7 +235,7 @@ TEST(PlanGolden, AResidualBlockOutputReadTwiceIsComputedOnce) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 6, 6});
   Tensor block = relu(conv3x3(g, x, 8, "w1").add(x));  // read by the skip and by conv2
   g.add_output("y", relu(conv3x3(g, block, 8, "w2").add(block)).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   int convs = 0;
   for (const Launch& l : p.launches) convs += reductions_in(p, l);
   EXPECT_EQ(convs, 2);  // conv1 is not duplicated into the second block's kernel
@@ -261,7 +245,7 @@ TEST(PlanGolden, AConvolutionFeedingAGlobalPoolKeepsItsOwnKernel) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 7, 7});
   g.add_output("y", relu(conv3x3(g, x, 16, "w")).mean({2, 3}).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   // The pool walks the convolution's outputs in its reduce loops: inlined, the convolution could
   // not be tiled; kept, it is a kernel over (16, 7, 7) and the pool a small kernel after it.
   bool explained = false;
@@ -280,7 +264,7 @@ TEST(PlanGolden, ASlidingWindowDoesNotInlineTheReductionItReads) {
       {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 4};  // unpadded: the window reads the reduction directly
   Tensor y = conv(conv(x, w, nullptr, dw), w, nullptr, dw);
   g.add_output("y", y.uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   for (const Launch& l : p.launches) EXPECT_LE(reductions_in(p, l), 1) << l.what;
   bool revisit = false;
   for (const auto& line : p.fusion_log)
@@ -294,7 +278,7 @@ TEST(PlanGolden, AConstantMatmulOperandIsPackedIntoPanelsAtCompileTime) {
   for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(static_cast<double>(i)));
   Tensor x = Tensor::input(g, "x", dtypes::float32, {16, 32});
   g.add_output("y", matmul(x, Tensor::weight(g, "w", w)).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   ASSERT_EQ(p.launches.size(), 1u);
   // The kernel's weight is (64/8, 32, 8): panel j holds columns 8j..8j+7 of every row, in order.
   const PlanBuffer* packed = nullptr;
@@ -341,7 +325,7 @@ TEST(PlanGolden, ConvolutionWeightsArePackedInPanelsOfEightOutputChannels) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
   Tensor w = Tensor::weight(g, "w", iota_weight({16, 4, 3, 3}));
   g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   const NDArray& data = packed_conv_weight(g, p);
   // (Co/8, C, kh, kw, 8): element [o/8][c][y][x][o%8] is w[o][c][y][x].
   for (int64_t o = 0; o < 16; ++o)
@@ -358,7 +342,7 @@ TEST(PlanGolden, ConvolutionWeightsWithAnOddPanelCountGetAZeroPanel) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
   Tensor w = Tensor::weight(g, "w", iota_weight({24, 4, 3, 3}));
   g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   const NDArray& data = packed_conv_weight(g, p);
   ASSERT_EQ(data.numel(), 32 * 36);
   for (int64_t o = 0; o < 32; ++o)
@@ -373,7 +357,7 @@ TEST(PlanGolden, DepthwiseWeightsArePackedWithOutputChannelsInnermost) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 8, 8});
   Tensor w = Tensor::weight(g, "w", iota_weight({16, 1, 3, 3}));
   g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 16}).uop());
-  Plan p = plan_and_check(g);
+  Plan p = testing::plan_and_check(g);
   const NDArray& data = packed_conv_weight(g, p);
   // (1, kh, kw, Co): element [y][x][o] is w[o][0][y][x].
   for (int64_t o = 0; o < 16; ++o)

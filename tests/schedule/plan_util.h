@@ -9,6 +9,7 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/schedule/interpreter.h"
+#include "compiler/schedule/memory_plan.h"
 #include "compiler/tensor/eager.h"
 #include "compiler/tensor/tensor.h"
 
@@ -66,6 +67,22 @@ inline ::testing::AssertionResult arrays_close(const NDArray& expected, const ND
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// Plans the graph, checks its memory plan and its values (the reference interpreter against the
+// eager evaluation, on random inputs from `seed`), and returns the plan.
+inline Plan plan_and_check(Graph& g, uint64_t seed = 7) {
+  auto inputs = random_inputs(g, seed);
+  std::map<std::string, NDArray> expected;
+  {
+    EagerEvaluator ev(g, inputs);
+    for (const auto& o : g.outputs()) expected.emplace(o.name, ev.eval(o.node));
+  }
+  Plan p = plan_graph(g, {});
+  EXPECT_EQ(check_memory_plan(p), "");
+  auto got = interpret(p, g, inputs);
+  for (const auto& [name, arr] : expected) EXPECT_TRUE(arrays_close(arr, got.at(name))) << name;
+  return p;
 }
 
 }  // namespace kiln::testing
