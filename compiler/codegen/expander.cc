@@ -421,24 +421,42 @@ class Expander {
     return out;
   }
 
-  // The stores of row_loads' shape: each row of the tile (the lanes along the fastest upcast axis)
-  // one vector store, or one masked store when its lanes' gates differ, a row masked off entirely
-  // none. False (nothing added) if some row is neither.
+  // The stores of row_loads' shape: each row of the tile one vector store, or one masked store
+  // when its lanes' gates differ, a row masked off entirely none. A row is the lanes along one
+  // upcast axis: the fastest, or a slower one the output is contiguous along while the lanes are
+  // not (a stem convolution's tile of 8 positions x 32 output channels, channels the lanes, in an
+  // NCHW output: 32 stores of 8 positions after a shuffle, not 256 scalar stores). False
+  // (nothing added) if no axis gives such rows.
   bool row_stores(const UOp* idx, const Lanes& ls, Mask m, const UOp* buf, const UOp* value,
                   std::vector<const UOp*>& out) {
+    int64_t n = lanes(m), step = 1;
+    for (size_t a = ups_.size(); a-- > 0;) {
+      if (!(m & (Mask{1} << a))) continue;
+      int64_t size = ups_[a]->src[0]->cval().i;
+      if (size >= 4 && size < n && rows_along(idx, ls, m, buf, value, size, step, out)) return true;
+      step *= size;
+    }
+    return false;
+  }
+
+  // Rows of `row` lanes at lane step `step` (lane j of a row is lane first + j * step).
+  bool rows_along(const UOp* idx, const Lanes& ls, Mask m, const UOp* buf, const UOp* value,
+                  int64_t row, int64_t step, std::vector<const UOp*>& out) {
     int64_t n = lanes(m);
-    int64_t row = fastest_size(m);
-    if (row < 4 || row == n) return false;
     DType el = value->dtype.base();
     const UOp* gates = nullptr;
     std::vector<const UOp*> stores;
     for (int64_t r = 0; r < n / row; ++r) {
-      auto first = ls.acc.begin() + r * row;
-      Lanes part = lanes_from(std::vector<Access>(first, first + row));
+      int64_t first = r / step * step * row + r % step;  // rows in lane order of their first lane
+      std::vector<int64_t> pick;
+      std::vector<Access> acc;
+      for (int64_t j = 0; j < row; ++j) {
+        pick.push_back(first + j * step);
+        acc.push_back(ls.acc[static_cast<size_t>(first + j * step)]);
+      }
+      Lanes part = lanes_from(std::move(acc));
       if (std::all_of(part.acc.begin(), part.acc.end(), [](const Access& a) { return !a.lin; }))
         continue;
-      std::vector<int64_t> pick;
-      for (int64_t l = 0; l < row; ++l) pick.push_back(r * row + l);
       const UOp* v = ctx_->make(Op::GEP, vec(el, row), {value}, pick);
       bool contiguous = part.uniform;
       for (int64_t l = 0; l < row && contiguous; ++l)
