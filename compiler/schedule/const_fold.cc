@@ -33,7 +33,16 @@ class Folder {
         c = !n->src.empty();
         for (const UOp* s : n->src) c = c && const_only_.count(s);
       }
-      if (c) const_only_.insert(n);
+      if (c) {
+        const_only_.insert(n);
+        // The elements the eager evaluator computes to fold n (it materializes every node), an
+        // upper bound (a shared node counts once per use), bottom-up so chains cost O(n).
+        int64_t cost = is_leaf(n) ? 0 : shape_numel(n->shape());
+        for (const UOp* s : n->src)
+          if (auto it = cost_.find(s); it != cost_.end())
+            cost = std::min(kCostCap, cost + it->second);
+        cost_[n] = cost;
+      }
     }
     // Roots: constant nodes with a non-constant user, or that are outputs.
     std::unordered_set<const UOp*> roots;
@@ -45,7 +54,7 @@ class Folder {
     std::vector<const UOp*> ordered;
     for (const UOp* n : topo)
       if (roots.count(n)) ordered.push_back(n);  // deterministic order
-    for (const UOp* r : ordered) consider(r);
+    for (const UOp* r : ordered) consider_all(r);
     if (!replace_.empty()) {
       std::unordered_map<const UOp*, const UOp*> rebuilt;
       const UOp* new_sink = substitute(sink, replace_, &rebuilt);
@@ -69,46 +78,48 @@ class Folder {
     return total;
   }
 
-  // The elements the eager evaluator would compute to fold `n` (it materializes every node),
-  // not counting nodes an earlier fold computed.
-  int64_t eval_cost(const UOp* n) const {
-    int64_t cost = 0;
-    for (const UOp* x : n->toposort())
-      if (!is_leaf(x) && !evaluated_.count(x)) cost += shape_numel(x->shape());
-    return cost;
-  }
-
   // The value of a weight-free constant subgraph that is one value broadcast, if it is.
-  std::optional<ConstValue> splat(const UOp* n) {
-    if (auto it = splat_.find(n); it != splat_.end()) return it->second;
-    std::optional<ConstValue> v;
-    if (n->op == Op::CONST)
-      v = n->cval();
-    else if (n->op == Op::RESHAPE || n->op == Op::EXPAND || n->op == Op::PERMUTE ||
-             n->op == Op::SHRINK || n->op == Op::FLIP || n->op == Op::CONTIGUOUS ||
-             n->op == Op::WINDOW)
-      v = splat(n->src[0]);
-    else if (n->op == Op::CAST) {
-      if (auto s = splat(n->src[0])) v = eval_cast(n->src[0]->dtype, n->dtype, *s);
-    } else if (alu_arity(n->op)) {
-      std::array<ConstValue, 3> args;
-      bool all = true;
-      for (size_t i = 0; i < n->src.size() && all; ++i) {
-        auto s = splat(n->src[i]);
-        if (s) args[i] = *s;
-        all = s.has_value();
-      }
-      if (all) {
-        DType d = n->op == Op::WHERE ? n->src[1]->dtype : n->src[0]->dtype;
-        v = normalize_const(
-            n->dtype, eval_alu(n->op, d, std::span<const ConstValue>(args.data(), n->src.size())));
-      }
+  // Bottom-up over the toposort: an unrolled loop's constant chain can be thousands deep.
+  std::optional<ConstValue> splat(const UOp* root) {
+    for (const UOp* n : root->toposort())
+      if (!splat_.count(n)) splat_[n] = splat_of(n);
+    return splat_.at(root);
+  }
+  // One node's splat value from its sources' (already known).
+  std::optional<ConstValue> splat_of(const UOp* n) {
+    if (n->op == Op::CONST) return n->cval();
+    if (n->op == Op::RESHAPE || n->op == Op::EXPAND || n->op == Op::PERMUTE ||
+        n->op == Op::SHRINK || n->op == Op::FLIP || n->op == Op::CONTIGUOUS || n->op == Op::WINDOW)
+      return splat_.at(n->src[0]);
+    if (n->op == Op::CAST) {
+      if (auto s = splat_.at(n->src[0])) return eval_cast(n->src[0]->dtype, n->dtype, *s);
+      return std::nullopt;
     }
-    splat_[n] = v;
-    return v;
+    if (!alu_arity(n->op)) return std::nullopt;
+    std::array<ConstValue, 3> args;
+    for (size_t i = 0; i < n->src.size(); ++i) {
+      auto s = splat_.at(n->src[i]);
+      if (!s) return std::nullopt;
+      args[i] = *s;
+    }
+    DType d = n->op == Op::WHERE ? n->src[1]->dtype : n->src[0]->dtype;
+    return normalize_const(
+        n->dtype, eval_alu(n->op, d, std::span<const ConstValue>(args.data(), n->src.size())));
   }
 
-  void consider(const UOp* n) {
+  // consider() for `root` and, where it asks, the sources below: a worklist, since constant
+  // chains can be tens of thousands of nodes deep.
+  void consider_all(const UOp* root) {
+    std::vector<const UOp*> work{root};
+    while (!work.empty()) {
+      const UOp* n = work.back();
+      work.pop_back();
+      consider(n, work);
+    }
+  }
+
+  // Folds `n`, or pushes the constant sources to consider instead onto `work`.
+  void consider(const UOp* n, std::vector<const UOp*>& work) {
     if (is_leaf(n) || decided_.count(n)) return;
     decided_.insert(n);
     if (auto v = splat(n)) {
@@ -128,19 +139,22 @@ class Folder {
            const_only_.count(v->src[0]))
       v = v->src[0];
     if (v != n && v->op == Op::CONTIGUOUS) {
-      consider(v);
+      work.push_back(v);
       return;
     }
     int64_t numel = shape_numel(n->shape());
     int64_t limit = std::max<int64_t>(4096, 2 * weight_elements(n));
     if (numel <= limit) {
-      int64_t cost = eval_cost(n);
+      int64_t cost = cost_.at(n);
       if (cost > std::max<int64_t>(kMinWorkBudget, kWorkPerWeightElement * weight_elements(n)) ||
           cost > work_left_) {
-        ++stats_.too_costly;  // stays a kernel: it runs at every inference, but compiles
-      } else {
+        // Stays a kernel: it runs at every inference, but compiles. Its sources are not looked
+        // at either (in a chain each is nearly as costly; pieces of a weight product are views).
+        ++stats_.too_costly;
+        return;
+      }
+      {
         work_left_ -= cost;
-        for (const UOp* x : n->toposort()) evaluated_.insert(x);
         NDArray value = eval_.eval(n);
         stats_.folded_bytes += value.nbytes();
         ++stats_.folded;
@@ -150,7 +164,7 @@ class Folder {
       }
     }
     for (const UOp* s : n->src)
-      if (const_only_.count(s)) consider(s);
+      if (const_only_.count(s)) work.push_back(s);
   }
 
   // Folding work is bounded: a subgraph whose evaluation computes more than this many elements
@@ -158,7 +172,8 @@ class Folder {
   // and so does everything once the whole graph's folding has computed that many per weight
   // element of the graph. Packing, batch-norm and dequantization folds compute a few per element.
   static constexpr int64_t kWorkPerWeightElement = 16;
-  static constexpr int64_t kMinWorkBudget = int64_t{1} << 16;
+  static constexpr int64_t kMinWorkBudget = int64_t{1} << 22;
+  static constexpr int64_t kCostCap = int64_t{1} << 60;
 
   int64_t graph_weight_elements() const {
     int64_t total = 0;
@@ -174,7 +189,7 @@ class Folder {
   ConstFoldStats stats_;
   std::unordered_set<const UOp*> const_only_;
   std::unordered_set<const UOp*> decided_;
-  std::unordered_set<const UOp*> evaluated_;
+  std::unordered_map<const UOp*, int64_t> cost_;  // per constant node, see run()
   std::unordered_map<const UOp*, int64_t> weight_elems_;
   std::unordered_map<const UOp*, std::optional<ConstValue>> splat_;
   std::unordered_map<const UOp*, const UOp*> replace_;

@@ -5,9 +5,10 @@
 // Folding never makes the package much larger: a folded value may hold at most
 // max(4096, 2 x the elements of the weights it reads) elements; a larger one (an expand, an
 // outer product) is not folded, its sources are. Folding's work is bounded too: a subgraph that
-// would compute more than 16 elements per weight element it reads (a product of two weight
-// matrices) stays a kernel, and folding stops when the graph's total reaches 16 per weight
-// element of the graph, so that compile time stays proportional to the model. A subgraph of
+// would compute more than max(2^22, 16 per weight element it reads) elements (a product of two
+// weight matrices) stays a kernel, sources included, and folding stops when the graph's total
+// reaches that bound for all its weights, so that compile time stays proportional to the model.
+// Every walk is iterative (an unrolled loop's constant chain can be thousands deep). A subgraph of
 // constants alone (no weights) that is a broadcast of one value becomes that scalar constant,
 // broadcast.
 #pragma once

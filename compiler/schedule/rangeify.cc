@@ -40,6 +40,9 @@ struct MemoHash {
   }
 };
 
+// The deepest expression one kernel computes (nodes from the store to a leaf).
+constexpr int kMaxFusedDepth = 256;
+
 class Lowerer {
  public:
   Lowerer(Graph& g, const FusionPolicy& policy) : g_(g), ctx_(g.ctx()), policy_(policy) {}
@@ -88,7 +91,12 @@ class Lowerer {
     if (auto it = realized_.find(n); it != realized_.end()) return it->second;
     int id = new_buffer("t" + std::to_string(n->id()), BufferKind::Intermediate, n);
     realized_[n] = id;
-    reaches_reduction_.clear();  // walks through `n` now stop at its buffer
+    // Walks through `n` now stop at its buffer: only a walk that went through n and found a
+    // reduction below it can change (every walk caches the nodes it passes), so the cache is kept
+    // otherwise (an unrolled loop's chain is split every few hundred nodes: clearing each time
+    // re-walked the rest of the chain, quadratic).
+    if (auto it = reaches_reduction_.find(n); it != reaches_reduction_.end() && it->second)
+      reaches_reduction_.clear();
     work_.push_back(n);
     return id;
   }
@@ -328,19 +336,38 @@ class Lowerer {
   }
 
   // True if computing `n` inline would compute a reduction (one not already in a buffer).
-  bool reaches_reduction(const UOp* n) {
-    if (auto it = reaches_reduction_.find(n); it != reaches_reduction_.end()) return it->second;
-    bool r = false;
-    if (n->op == Op::REDUCE_AXIS) {
-      r = true;
-    } else if (n->op != Op::BUFFER && n->op != Op::CONTIGUOUS && !realized_.count(n)) {
-      for (const UOp* s : n->src)
-        if (reaches_reduction(s)) {
-          r = true;
-          break;
-        }
+  // Iterative: an unrolled loop makes chains tens of thousands of nodes deep.
+  bool reaches_reduction(const UOp* root) {
+    std::vector<std::pair<const UOp*, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      const UOp* n = stack.back().first;
+      if (reaches_reduction_.count(n)) {
+        stack.pop_back();
+        continue;
+      }
+      if (n->op == Op::REDUCE_AXIS || n->op == Op::BUFFER || n->op == Op::CONTIGUOUS ||
+          realized_.count(n)) {
+        reaches_reduction_[n] = n->op == Op::REDUCE_AXIS;
+        stack.pop_back();
+        continue;
+      }
+      size_t& i = stack.back().second;
+      if (i == n->src.size()) {
+        reaches_reduction_[n] = false;
+        stack.pop_back();
+        continue;
+      }
+      auto it = reaches_reduction_.find(n->src[i]);
+      if (it == reaches_reduction_.end()) {
+        stack.push_back({n->src[i], 0});
+      } else if (it->second) {
+        reaches_reduction_[n] = true;
+        stack.pop_back();
+      } else {
+        ++i;
+      }
     }
-    return reaches_reduction_[n] = r;
+    return reaches_reduction_.at(root);
   }
 
   // ---------------------------------------------------------------- lowering
@@ -349,7 +376,9 @@ class Lowerer {
   const UOp* lower(const UOp* n, const Idx& idx, const UOp* valid) {
     MemoKey key{n, valid, idx};
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    ++depth_;
     const UOp* r = lower_uncached(n, idx, valid);
+    --depth_;
     memo_.emplace(std::move(key), r);
     return r;
   }
@@ -360,6 +389,15 @@ class Lowerer {
       if (auto it = realized_.find(n); it != realized_.end())
         return load(it->second, n, idx, valid);
       if (n->op == Op::CONTIGUOUS) return load(realize(n), n, idx, valid);
+      // A kernel's expression is at most kMaxFusedDepth nodes deep: an unrolled loop's chain
+      // (4096 steps of a 16-node body) is split into kernels instead of one kernel that neither
+      // the recursion here nor LLVM could handle.
+      if (depth_ > kMaxFusedDepth && n->op != Op::CONST) {
+        res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ",
+                                          describe_node(n), " -> kept (the kernel's expression is ",
+                                          kMaxFusedDepth, " nodes deep)"));
+        return load(realize(n), n, idx, valid);
+      }
       // A padded tensor read inside a reduction (a convolution's input) is written out once
       // with its border: the reduction's inner loop then loads without per-lane bounds checks.
       if (n->op == Op::PAD && walks_reduce(idx)) {
@@ -516,6 +554,7 @@ class Lowerer {
   std::unordered_map<const UOp*, int64_t> consumers_;       // see count_consumers
   std::unordered_map<const UOp*, bool> reaches_reduction_;  // cache; realized nodes stop the walk
   int64_t next_range_ = 0;
+  int depth_ = 0;  // of lower() calls: the expression depth reached
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 kiln-run and compared with numpy: an If on a run-time condition (both values of it), an If on a
 constant condition (only the taken branch is built: the other holds an op kiln lacks), a Scan
 with reversed input and output directions and non-zero axes, a Loop whose trip count is a
-constant and whose body stops it early through a constant condition, and a Loop nested in an If.
+constant and whose body stops it early through a constant condition, a Loop nested in an If,
+and a 4096-step Loop (a chain 65536 nodes deep once unrolled).
 Bad input is refused naming the node, and nothing is written.
 
 Usage: control_flow.py KILNC KILN_RUN WORK_DIR
@@ -141,6 +142,24 @@ def loop_runtime_condition():
     return model([node], [vi("x", F, [2])], [vi("y", F, [2])], [init])
 
 
+def loop_chain(steps, body_pairs, name):
+    """A Loop of `steps` iterations whose body is `body_pairs` times x = tanh(x * 1.01): unrolled,
+    a chain steps * 2 * body_pairs nodes deep."""
+    nodes, prev = [const("c", np.float32(1.01))], "x_in"
+    for k in range(body_pairs):
+        nodes += [helper.make_node("Mul", [prev, "c"], [f"m{k}"]),
+                  helper.make_node("Tanh", [f"m{k}"], [f"t{k}"])]
+        prev = f"t{k}"
+    nodes += [helper.make_node("Identity", ["c_in"], ["c_out"]),
+              helper.make_node("Identity", [prev], ["x_out"])]
+    body = helper.make_graph(nodes, "body", [vi("i", I64, []), vi("c_in", B, []),
+                                             vi("x_in", F, [4, 4])],
+                             [vi("c_out", B, []), vi("x_out", F, [4, 4])])
+    node = helper.make_node("Loop", ["M", "", "x"], ["y"], name=name, body=body)
+    init = numpy_helper.from_array(np.array(steps, np.int64), "M")
+    return model([node], [vi("x", F, [4, 4])], [vi("y", F, [4, 4])], [init])
+
+
 def compile_and_run(kilnc, kiln_run, work, name, m, data):
     onnx.checker.check_model(m)
     out = onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), m, data)
@@ -186,6 +205,16 @@ def main():
         got = compile_and_run(kilnc, kiln_run, work, f"loop_in_if_{c}", loop_in_if(),
                               {"c": np.array(c), "x": x3})
         ok.append(matches(f"loop inside an if ({c})", got, [4 * x3 if c else 0 * x3]))
+    # 4096 steps of an 8-pair body unroll to a chain 65536 nodes deep: the compiler crashed on
+    # it (recursion), it now splits the chain into kernels.
+    x4 = rng.standard_normal((4, 4)).astype(np.float32)
+    want = x4.astype(np.float64)
+    for _ in range(4096 * 8):
+        want = np.tanh(want * np.float32(1.01))
+    got = compile_and_run(kilnc, kiln_run, work, "loop_deep", loop_chain(4096, 8, "deep"), {"x": x4})
+    ok.append(matches("a 4096-step loop, unrolled", got, [want.astype(np.float32)]))
+    ok.append(refused(kilnc, work, "loop_too_large", loop_chain(4096, 150, "big"), "big",
+                      "control flow that builds more than 1048576 nodes inline"))
     ok.append(refused(kilnc, work, "if_dtype_mismatch", if_dtype_mismatch(), "mixed",
                       "output 0 is float32 in then_branch and int64 in else_branch"))
     ok.append(refused(kilnc, work, "if_integer_division", if_integer_division(), "divides",

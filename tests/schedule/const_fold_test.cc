@@ -64,14 +64,15 @@ TEST(ConstFold, ATransposedWeightBecomesOneNewWeight) {
   EXPECT_FALSE(reads_weight(g, g.outputs()[0].node, "w"));
 }
 
-// The product of two weight matrices computes n^3 elements for 2n^2 read: folding it would make
+// The product of two weight matrices computes n^3 elements for 2n^2 read (160^3 here, past the
+// 2^22 elements any fold may compute): folding it would make
 // compile time grow with the cube of the model (fuzz_graph_file found a 1024^2 pair that took
 // 4 GiB), so it stays a kernel.
 TEST(ConstFold, AProductOfTwoWeightMatricesIsTooCostlyAndStaysAKernel) {
   Graph g;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {2, 64});
-  Tensor a = Tensor::weight(g, "a", ramp({64, 64}, 0.01));
-  Tensor b = Tensor::weight(g, "b", ramp({64, 64}, 0.02));
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {2, 160});
+  Tensor a = Tensor::weight(g, "a", ramp({160, 160}, 0.01));
+  Tensor b = Tensor::weight(g, "b", ramp({160, 160}, 0.02));
   g.add_output("y", matmul(x, matmul(a, b)).uop());
   ConstFoldStats s = fold_and_check(g);
   EXPECT_GE(s.too_costly, 1);
@@ -112,6 +113,24 @@ TEST(ConstFold, ABroadcastOfOneConstantValueBecomesASplat) {
   ConstFoldStats s = fold_and_check(g);
   EXPECT_EQ(s.splats, 1);
   EXPECT_EQ(s.folded, 0);
+}
+
+// A constant chain tens of thousands of nodes deep (an unrolled loop over constants) is folded
+// without recursing through it.
+TEST(ConstFold, AVeryDeepConstantChainFolds) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {4});
+  Tensor w = Tensor::weight(g, "w", ramp({4}, 0.1));
+  Tensor one = Tensor::scalar(g, ConstValue::of_float(1.0), dtypes::float32);
+  Tensor s = Tensor::scalar(g, ConstValue::of_float(0.5), dtypes::float32);
+  for (int i = 0; i < 30000; ++i) {
+    w = w.mul(one);
+    s = s.mul(one);
+  }
+  g.add_output("y", x.add(w).add(s.expand({4})).uop());
+  ConstFoldStats st = fold_and_check(g);
+  EXPECT_GE(st.folded + st.splats, 1);
+  EXPECT_FALSE(reads_weight(g, g.outputs()[0].node, "w"));
 }
 
 }  // namespace

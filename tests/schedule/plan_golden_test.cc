@@ -365,5 +365,18 @@ TEST(PlanGolden, DepthwiseWeightsArePackedWithOutputChannelsInnermost) {
       ASSERT_EQ(data.get(k * 16 + o).as_double(), static_cast<double>(o * 9 + k));
 }
 
+// An elementwise chain deeper than one kernel's expression (an unrolled loop's) is split into
+// kernels of at most 256 nodes; one kernel of 20000 fused nodes overflowed the stack.
+TEST(PlanGolden, AChainDeeperThanAKernelIsSplitIntoKernels) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 8});
+  Tensor c = Tensor::scalar(g, ConstValue::of_float(0.999), dtypes::float32);
+  for (int i = 0; i < 10000; ++i) x = x.mul(c).tanh();
+  g.add_output("y", x.uop());
+  Plan p = testing::plan_and_check(g);
+  EXPECT_GE(p.launches.size(), 20000u / 256);
+  EXPECT_LE(p.launches.size(), 20000u / 128);
+}
+
 }  // namespace
 }  // namespace kiln

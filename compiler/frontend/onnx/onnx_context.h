@@ -65,6 +65,10 @@ class NodeContext {
   // Builds graph attribute `a` (an If branch, a Scan body) inline with its inputs bound to
   // `inputs`; returns its outputs. A problem inside names the inner node.
   std::vector<Tensor> subgraph(const std::string& a, const std::vector<Tensor>& inputs);
+  // Refuses the node if building `nodes` more body nodes inline would pass
+  // OnnxImportOptions::max_unrolled_nodes (subgraph() checks each body; a Loop checks its whole
+  // trip count up front).
+  void will_unroll(int64_t nodes);
 
   size_t num_outputs() const { return static_cast<size_t>(node_.output_size()); }
   bool wants_output(size_t i) const {

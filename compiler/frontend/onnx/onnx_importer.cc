@@ -44,6 +44,7 @@ class Importer {
   std::unordered_map<std::string, int> types_;  // value name -> element type (shape inference)
   std::unordered_map<const UOp*, bool> const_only_;
   std::unordered_map<const UOp*, std::string> first_input_;
+  int64_t unrolled_nodes_ = 0;  // nodes added by bodies built inline (OnnxImportOptions)
 
   Tensor value(const std::string& name) {
     auto it = values_.find(name);
@@ -160,7 +161,17 @@ std::vector<Tensor> Importer::import_subgraph(const onnx::GraphProto& body,
 std::vector<Tensor> NodeContext::subgraph(const std::string& a, const std::vector<Tensor>& inputs) {
   const onnx::GraphProto* g = attr_graph(a);
   if (!g) invalid("attribute '" + a + "' (a graph) is missing");
+  will_unroll(g->node_size());
+  imp_.unrolled_nodes_ += g->node_size();
   return imp_.import_subgraph(*g, inputs, opset_, "in '" + a + "'");
+}
+
+void NodeContext::will_unroll(int64_t nodes) {
+  if (nodes > imp_.opts_.max_unrolled_nodes - imp_.unrolled_nodes_)
+    unsupported("control flow that builds more than " +
+                std::to_string(imp_.opts_.max_unrolled_nodes) +
+                " nodes inline (If, Scan and Loop bodies are built once per use, a Loop's per "
+                "iteration)");
 }
 
 NodeContext::NodeContext(Importer& imp, const onnx::NodeProto& node, int opset)

@@ -11,6 +11,7 @@
 //   error, each with node name, op type and opset; nothing is built.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -40,6 +41,10 @@ struct OnnxImportOptions {
   // that input.
   std::map<std::string, NDArray> frozen;
   bool run_checker = true;
+  // The most nodes If, Scan and Loop bodies may add when built inline (a Loop's body once per
+  // iteration, nested bodies included), in all: bounds the compile time of a model whose
+  // control flow unrolls too far (a Loop of 4096 steps inside another).
+  int64_t max_unrolled_nodes = int64_t{1} << 20;
 };
 
 void import_onnx(const std::string& path, Graph& g, const OnnxImportOptions& o);

@@ -148,6 +148,9 @@ V loop_op(NodeContext& n) {
     if (m.size() != 1) n.invalid("M must hold one value");
     trips = std::max<int64_t>(m[0], 0);
   }
+  const onnx::GraphProto* body = n.attr_graph("body");
+  if (!body) n.invalid("attribute 'body' (a graph) is missing");
+  n.will_unroll(std::min(trips, kMaxUnrolledTrips) * body->node_size());
   bool running = true;
   if (n.has_input(1)) {
     const NDArray& c = n.const_input(1);
@@ -177,8 +180,8 @@ V loop_op(NodeContext& n) {
     per_step.emplace_back(out.begin() + static_cast<std::ptrdiff_t>(1 + carried.size()), out.end());
   }
   V result = carried;
-  size_t k_out = static_cast<size_t>(
-      std::max(0, n.attr_graph("body")->output_size() - 1 - static_cast<int>(carried.size())));
+  size_t k_out =
+      static_cast<size_t>(std::max(0, body->output_size() - 1 - static_cast<int>(carried.size())));
   if (k_out && per_step.empty())
     n.unsupported("a Loop that runs no iteration but has scan outputs (their shape is unknown)");
   for (size_t j = 0; j < k_out; ++j) {
