@@ -317,15 +317,11 @@ class Expander {
                        std::vector<const UOp*>(static_cast<size_t>(row), zero));
       } else if (part.uniform) {
         v = uniform_load(part, buf, row, el);
-      } else if (consecutive(part) && !el.is_bool() && idx->op == Op::WHERE &&
-                 idx->src[2]->is_invalid()) {
-        if (!gates) gates = convert(expand(idx->src[0]), mask_of(idx->src[0]), m);
+      } else {
         std::vector<int64_t> pick;
         for (int64_t l = 0; l < row; ++l) pick.push_back(r * row + l);
-        const UOp* g = ctx_->make(Op::GEP, vec(dtypes::bool_, row), {gates}, pick);
-        v = ctx_->make(
-            Op::LOAD, vec(el, row),
-            {ctx_->make(Op::INDEX, buf->dtype, {buf, g->where(part.acc[0].lin, ctx_->invalid())})});
+        if (const UOp* at = masked_row(idx, part, m, buf, el, pick, gates))
+          v = ctx_->make(Op::LOAD, vec(el, row), {at});
       }
       if (!v) return nullptr;
       rows.push_back(v);
@@ -333,6 +329,19 @@ class Expander {
     std::vector<int64_t> all(static_cast<size_t>(n));
     for (int64_t l = 0; l < n; ++l) all[static_cast<size_t>(l)] = l;
     return ctx_->make(Op::GEP, vec(el, n), rows, all);
+  }
+
+  // The masked access of one row of a tile (lanes `pick` of layout m, at consecutive addresses,
+  // gates differing): the index's gate expanded over the lanes (`gates`, built once per tile),
+  // the row's lanes picked from it. nullptr if the row is not of that shape.
+  const UOp* masked_row(const UOp* idx, const Lanes& part, Mask m, const UOp* buf, DType el,
+                        const std::vector<int64_t>& pick, const UOp*& gates) {
+    if (!consecutive(part) || el.is_bool() || idx->op != Op::WHERE || !idx->src[2]->is_invalid())
+      return nullptr;
+    if (!gates) gates = convert(expand(idx->src[0]), mask_of(idx->src[0]), m);
+    const UOp* g =
+        ctx_->make(Op::GEP, vec(dtypes::bool_, static_cast<int64_t>(pick.size())), {gates}, pick);
+    return ctx_->make(Op::INDEX, buf->dtype, {buf, g->where(part.acc[0].lin, ctx_->invalid())});
   }
 
   // Every lane has an address, lane l at the first lane's plus l (gates may differ).
@@ -464,13 +473,7 @@ class Expander {
       const UOp* where;
       if (contiguous) {
         where = make_index(buf, part.acc[0].gate, part.acc[0].lin);
-      } else if (consecutive(part) && !el.is_bool() && idx->op == Op::WHERE &&
-                 idx->src[2]->is_invalid()) {
-        if (!gates) gates = convert(expand(idx->src[0]), mask_of(idx->src[0]), m);
-        const UOp* g = ctx_->make(Op::GEP, vec(dtypes::bool_, row), {gates}, pick);
-        where =
-            ctx_->make(Op::INDEX, buf->dtype, {buf, g->where(part.acc[0].lin, ctx_->invalid())});
-      } else {
+      } else if (!(where = masked_row(idx, part, m, buf, el, pick, gates))) {
         return false;
       }
       stores.push_back(ctx_->make(Op::STORE, dtypes::void_, {where, v}));
