@@ -518,6 +518,7 @@ class Expander {
     Mask m = mask_of(red);
     int64_t n = lanes(m), k = static_cast<int64_t>(copies.size());
     DType d = vec(red->dtype, n);
+    if (const UOp* dot = dot_reduce(red, copies, m, loops)) return dot;
     // A small tile gets several accumulators, the unrolled copies spread over them: they become
     // lanes of a wider accumulator (p independent registers), so the loop-carried chain is one
     // operation per iteration instead of k, and the slices are combined after the loop. p is a
@@ -569,6 +570,77 @@ class Expander {
     std::vector<const UOp*> src = {body, acc};
     src.insert(src.end(), loops.begin(), loops.end());
     return ctx_->make(Op::REDUCE, d, src, op);
+  }
+
+  // An int32 sum of products of uint8 and int8 values (an integer contraction, its reduction
+  // unrolled by a multiple of 4): each four consecutive copies one DOT4 (vpdpbusd where the
+  // target has it; late_lower lowers it otherwise). The kernel's layouts put the four bytes of
+  // each lane next to each other (the reduction's innermost 4 elements are contiguous in both
+  // operands), so each operand is one vector load. nullptr if the reduction is not of that form.
+  const UOp* dot_reduce(const UOp* red, const std::vector<const UOp*>& copies, Mask m,
+                        const std::vector<const UOp*>& loops) {
+    if (red->op_arg() != Op::ADD || red->dtype != dtypes::int32 || copies.size() % 4 != 0)
+      return nullptr;
+    std::vector<const UOp*> us, ss;  // the uint8 and the int8 factor of each copy
+    for (const UOp* c : copies) {
+      auto [u, s] = byte_factors(c);
+      if (!u) return nullptr;
+      us.push_back(u);
+      ss.push_back(s);
+    }
+    int64_t n = lanes(m);
+    const UOp* acc = ctx_->make(Op::ACC, vec(red->dtype, n), {}, next_acc_++);
+    const UOp* body = acc;
+    for (size_t g = 0; g < copies.size(); g += 4) {
+      const UOp* a = interleaved(std::vector<const UOp*>(us.begin() + g, us.begin() + g + 4), m);
+      const UOp* b = interleaved(std::vector<const UOp*>(ss.begin() + g, ss.begin() + g + 4), m);
+      body = ctx_->make(Op::DOT4, acc->dtype, {body, a, b});
+    }
+    std::vector<const UOp*> src = {body, acc};
+    src.insert(src.end(), loops.begin(), loops.end());
+    return ctx_->make(Op::REDUCE, acc->dtype, src, Op::ADD);
+  }
+
+  // (u, s) if `p` is CAST_int32(u) * CAST_int32(s) (either order) with u uint8 and s int8;
+  // (nullptr, nullptr) otherwise.
+  static std::pair<const UOp*, const UOp*> byte_factors(const UOp* p) {
+    if (p->op != Op::MUL) return {nullptr, nullptr};
+    auto widened = [](const UOp* x, DType from) {
+      return x->op == Op::CAST && x->dtype == dtypes::int32 && x->src[0]->dtype == from ? x->src[0]
+                                                                                        : nullptr;
+    };
+    for (int i = 0; i < 2; ++i) {
+      const UOp* u = widened(p->src[static_cast<size_t>(i)], dtypes::uint8);
+      const UOp* s = widened(p->src[static_cast<size_t>(1 - i)], dtypes::int8);
+      if (u && s) return {u, s};
+    }
+    return {nullptr, nullptr};
+  }
+
+  // Four values in layout m as one vector of 4 x lanes(m): lane 4l + j is value j's lane l. Four
+  // loads of one buffer whose lanes are at constant offsets from each other are loaded as runs
+  // (the int8 weights' 64 consecutive bytes; an activation's 4 bytes, broadcast); other values
+  // are expanded and interleaved.
+  const UOp* interleaved(const std::vector<const UOp*>& xs, Mask m) {
+    int64_t n = lanes(m);
+    DType el = xs[0]->dtype.base();
+    bool loads = true;
+    for (const UOp* x : xs)
+      loads = loads && x->op == Op::LOAD && x->src[0]->src[0] == xs[0]->src[0]->src[0];
+    if (loads) {
+      std::vector<Access> acc;
+      for (int64_t l = 0; l < n; ++l)
+        for (const UOp* x : xs)
+          acc.push_back(split_index(substitute_lane(x->src[0]->src[1], m, l)));
+      if (const UOp* v = uniform_load(lanes_from(std::move(acc)), xs[0]->src[0]->src[0], 4 * n, el))
+        return v;
+    }
+    std::vector<const UOp*> vs;
+    for (const UOp* x : xs) vs.push_back(convert(expand(x), mask_of(x), m));
+    std::vector<int64_t> idx;
+    for (int64_t l = 0; l < n; ++l)
+      for (int64_t j = 0; j < 4; ++j) idx.push_back(j * n + l);
+    return ctx_->make(Op::GEP, vec(el, 4 * n), vs, idx);
   }
 
   // `body` with the ranges of the REDUCEs inside it replaced by new ranges (new ids).

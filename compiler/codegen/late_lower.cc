@@ -152,6 +152,68 @@ const PatternMatcher& pm_float_mod() {
   return pm;
 }
 
+// ---------------------------------------------------------------- integer dot products
+
+// Lanes [first, first + n) of v.
+const UOp* lanes_of(const UOp* v, int64_t first, int64_t n) {
+  std::vector<int64_t> idx;
+  for (int64_t l = 0; l < n; ++l) idx.push_back(first + l);
+  return v->ctx()->make(Op::GEP, v->dtype.base().vec(static_cast<uint16_t>(n)), {v}, idx);
+}
+
+// DOT4 as plain integer code: the bytes widened to int32 (zero- and sign-extended), multiplied,
+// and each lane's four products summed. LLVM turns this into pmaddwd on x86.
+const UOp* dot4_plain(const UOp* acc, const UOp* a, const UOp* b) {
+  Context* ctx = acc->ctx();
+  uint16_t n = acc->dtype.lanes;
+  DType wide = dtypes::int32.vec(static_cast<uint16_t>(4 * n));
+  const UOp* p = a->cast(wide)->mul(b->cast(wide));
+  const UOp* sum = acc;
+  for (int64_t j = 0; j < 4; ++j) {
+    std::vector<int64_t> idx;
+    for (int64_t l = 0; l < n; ++l) idx.push_back(4 * l + j);
+    sum = sum->add(ctx->make(Op::GEP, acc->dtype, {p}, idx));
+  }
+  return sum;
+}
+
+// The widest dot-product instruction of the target, in int32 lanes (0: none).
+int64_t dot4_width(const TargetInfo& t) {
+  switch (t.dot_product()) {
+    case DotProduct::Avx512Vnni:
+      return 16;
+    case DotProduct::AvxVnni:
+      return 8;
+    default:
+      return 0;  // AArch64's sdot multiplies two signed operands: not yet used (plain code)
+  }
+}
+
+// DOT4s the emitter emits as instructions (4, 8 or `width` lanes), wider ones split into
+// instruction-wide pieces; plain code on a target without the instruction.
+PatternMatcher pm_dot_products(int64_t width) {
+  return PatternMatcher(
+      "pm_dot_products",
+      {{Pat::op(Op::DOT4, {Pat::any("acc"), Pat::any("a"), Pat::any("b")}),
+        [width](const Match& m) -> const UOp* {
+          const UOp *acc = m["acc"], *a = m["a"], *b = m["b"];
+          int64_t n = acc->dtype.lanes;
+          if (width == 0) return dot4_plain(acc, a, b);
+          if (n == 4 || n == 8 || n == width) return nullptr;
+          int64_t piece = n % width == 0 ? width : n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : 0;
+          if (piece == 0) return dot4_plain(acc, a, b);
+          std::vector<const UOp*> parts;
+          for (int64_t f = 0; f < n; f += piece)
+            parts.push_back(
+                acc->ctx()->make(Op::DOT4, acc->dtype.base().vec(static_cast<uint16_t>(piece)),
+                                 {lanes_of(acc, f, piece), lanes_of(a, 4 * f, 4 * piece),
+                                  lanes_of(b, 4 * f, 4 * piece)}));
+          std::vector<int64_t> all;
+          for (int64_t l = 0; l < n; ++l) all.push_back(l);
+          return acc->ctx()->make(Op::GEP, acc->dtype, parts, all);
+        }}});
+}
+
 // ---------------------------------------------------------------- 16-bit floats
 
 bool is_half(ScalarKind s) {
@@ -321,6 +383,7 @@ int index_bits(const UOp* ast) {
 const UOp* late_lower(const UOp* expanded_ast, const TargetInfo& t) {
   const UOp* ast = HalfFloats(t.native_f16()).run(expanded_ast);
   ast = graph_rewrite(ast, pm_float_mod());
+  ast = graph_rewrite(ast, pm_dot_products(dot4_width(t)));
   if (!t.rounding_instructions()) ast = graph_rewrite(ast, pm_rounding_fallback());
   return graph_rewrite(ast, pm_safe_division());
 }

@@ -11,6 +11,11 @@
 //    without conversion instructions (x86 before F16C), are then pure integer code on their
 //    bits (their buffers are read and written as uint16); a target with conversion instructions
 //    keeps float16 loads, stores and CASTs, which the emitter turns into them.
+//  - DOT4 (four uint8 x int8 products summed into each int32 lane, made by the expander for
+//    integer contractions) stays an instruction where the target has one — vpdpbusd on 16 lanes
+//    with AVX-512 VNNI, 8 with AVX-VNNI (wider DOT4s split into pieces of that width) — and is
+//    plain int32 code elsewhere (widen, multiply, add: pmaddwd on x86; AArch64's sdot takes two
+//    signed operands and is not used yet).
 //
 // The index width is the other late decision: `index_bits` says whether every index value of a
 // kernel fits 32 bits (the emitter then computes indices in i32).

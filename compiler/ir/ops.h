@@ -33,7 +33,10 @@ namespace kiln {
   X(ADD) X(MUL) X(FDIV) X(IDIV) X(MOD) X(MAX) X(MIN) X(POW)                                   \
   X(CMPLT) X(CMPEQ) X(CMPNE) X(AND) X(OR) X(XOR) X(SHL) X(SHR)                                \
   /* ternary ALU */                                                                           \
-  X(WHERE) X(MULACC)
+  X(WHERE) X(MULACC)                                                                          \
+  /* integer dot product (expanded kernels): DOT4(acc <n x i32>, a <4n x u8>, b <4n x i8>) is */ \
+  /* acc plus, per lane l, the four products a[4l+j] * b[4l+j] (exact, int32 wrapping)       */ \
+  X(DOT4)
 // clang-format on
 
 enum class Op : uint8_t {

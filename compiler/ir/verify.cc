@@ -17,9 +17,9 @@ OpSet allowed(IrStage s) {
       return base | OpSet{Op::DEFINE_GLOBAL, Op::DEFINE_VAR, Op::RANGE, Op::INDEX,
                           Op::LOAD,          Op::STORE,      Op::REDUCE};
     case IrStage::Lowered:
-      return base | OpSet{Op::DEFINE_GLOBAL, Op::DEFINE_VAR, Op::RANGE,  Op::INDEX,
-                          Op::LOAD,          Op::STORE,      Op::REDUCE, Op::VECTORIZE,
-                          Op::GEP,           Op::VCONST,     Op::TASK,   Op::ACC};
+      return base | OpSet{Op::DEFINE_GLOBAL, Op::DEFINE_VAR, Op::RANGE,     Op::INDEX, Op::LOAD,
+                          Op::STORE,         Op::REDUCE,     Op::VECTORIZE, Op::GEP,   Op::VCONST,
+                          Op::TASK,          Op::ACC,        Op::DOT4};
   }
   return base;
 }
@@ -80,6 +80,14 @@ class Verifier {
         for (size_t i = first; i < u->src.size(); ++i)
           if (u->src[i]->op != Op::RANGE) fail(u, "REDUCE closes a non-RANGE");
         if (!std::holds_alternative<Op>(u->arg)) fail(u, "REDUCE without a reduction op");
+        break;
+      }
+      case Op::DOT4: {
+        DType acc = u->dtype;
+        if (u->src.size() != 3 || acc.scalar != ScalarKind::Int32 || u->src[0]->dtype != acc ||
+            u->src[1]->dtype != dtypes::uint8.vec(static_cast<uint16_t>(4 * acc.lanes)) ||
+            u->src[2]->dtype != dtypes::int8.vec(static_cast<uint16_t>(4 * acc.lanes)))
+          fail(u, "DOT4 needs (acc <n x int32>, <4n x uint8>, <4n x int8>)");
         break;
       }
       case Op::REDUCE_AXIS: {

@@ -142,6 +142,14 @@ class Folder {
       work.push_back(v);
       return;
     }
+    // An 8-bit integer weight widened to int32 (the operand of an integer dot-product kernel),
+    // or a view of one, folds below the widening: the kernel reads the bytes (vpdpbusd
+    // multiplies them), and an int32 copy would be four times the package and the memory traffic.
+    if (v->op == Op::CAST && v->dtype == dtypes::int32 &&
+        (v->src[0]->dtype == dtypes::int8 || v->src[0]->dtype == dtypes::uint8)) {
+      work.push_back(v->src[0]);
+      return;
+    }
     int64_t numel = shape_numel(n->shape());
     int64_t limit = std::max<int64_t>(4096, 2 * weight_elements(n));
     if (numel <= limit) {

@@ -30,6 +30,17 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   return r;
 }
 
+Tensor matmul_u8s8(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != dtypes::uint8 || b.dtype() != dtypes::int8 || a.ndim() < 2 || b.ndim() != 2 ||
+      a.dim(-1) != b.dim(0) || !is_constant(b))
+    throw Error(str_cat("matmul_u8s8: needs uint8 (..., M, K) and constant int8 (K, N), got ",
+                        a.dtype().str(), " ", shape_str(a.shape()), " and ", b.dtype().str(), " ",
+                        shape_str(b.shape())));
+  Tensor x = a.cast(dtypes::int32).unsqueeze(-2);  // (..., M, 1, K)
+  Tensor y = packed_for_dot(b).cast(dtypes::int32).transpose(-1, -2).unsqueeze(-3);  // (1, N, K)
+  return x.mul(y).sum({-1});
+}
+
 Tensor linear(const Tensor& a, const Tensor& b_nk, const Tensor* bias) {
   if (a.ndim() != 2 || b_nk.ndim() != 2 || a.dim(1) != b_nk.dim(1))
     throw Error(str_cat("linear: shapes ", shape_str(a.shape()), " and ", shape_str(b_nk.shape()),

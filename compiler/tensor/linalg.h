@@ -18,6 +18,11 @@ Tensor linear(const Tensor& a, const Tensor& b_nk, const Tensor* bias);
 // pivoting, unrolled over M (the pivot rows chosen at run time by one-hot masks).
 Tensor det(const Tensor& a);
 
+// The int32 product of uint8 a (..., M, K) and a constant int8 b (K, N), without zero points:
+// each product is CAST_int32(a) * CAST_int32(b), b stored packed_for_dot, so that the kernel is
+// an integer dot-product contraction (DOT4 after expansion). Requires K % 4 == 0.
+Tensor matmul_u8s8(const Tensor& a, const Tensor& b);
+
 // True for REDUCE_AXIS(ADD) whose source is a MUL (possibly under a CAST).
 bool is_contraction(const UOp* u);
 

@@ -30,4 +30,18 @@ Tensor packed_in_panels(const Tensor& w, int64_t axis) {
   return w.reshape(split).permute(to_panels).contiguous().permute(back).reshape(w.shape());
 }
 
+Tensor packed_for_dot(const Tensor& w) {
+  if (w.ndim() != 2 || w.dim(0) % kDotGroup != 0)
+    throw Error(str_cat("packed_for_dot: ", shape_str(w.shape()),
+                        " is not (K, N) with K a multiple of ", kDotGroup));
+  int64_t k = w.dim(0), n = w.dim(1);
+  int64_t np = (n + kDotPanel - 1) / kDotPanel * kDotPanel;
+  Tensor padded = np == n ? w : w.pad({{0, 0}, {0, np - n}});
+  Tensor stored = padded.reshape({k / kDotGroup, kDotGroup, np / kDotPanel, kDotPanel})
+                      .permute({2, 0, 3, 1})
+                      .contiguous();
+  Tensor back = stored.permute({1, 3, 0, 2}).reshape({k, np});
+  return np == n ? back : back.shrink({{0, k}, {0, n}});
+}
+
 }  // namespace kiln

@@ -18,4 +18,13 @@ bool is_constant(const Tensor& t);
 // with w's shape. Requires dim(axis) to be a multiple of kWeightPanel.
 Tensor packed_in_panels(const Tensor& w, int64_t axis);
 
+// The layout of an int8 weight for the integer dot-product kernels (vpdpbusd, sdot): each
+// 32-bit lane of a vector holds four consecutive elements of the reduction for one output
+// column, so one 64-byte load feeds 16 columns x 4 products. w (K, N) is stored as
+// (N/kDotPanel, K/4, kDotPanel, 4) and read back as (K, N); N is padded with zero columns to a
+// multiple of kDotPanel (the padding is not part of the view). Requires K % 4 == 0.
+inline constexpr int64_t kDotPanel = 16;
+inline constexpr int64_t kDotGroup = 4;  // products per 32-bit lane
+Tensor packed_for_dot(const Tensor& w);
+
 }  // namespace kiln

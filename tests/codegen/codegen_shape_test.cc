@@ -201,6 +201,40 @@ TEST(CodegenShape, ExpConvertsItsExponentAsAVector) {
   }
 }
 
+// A uint8 x int8 matmul against a constant weight (a quantized layer) is an integer dot-product
+// kernel: vpdpbusd on the register width the CPU has it for (zmm with AVX-512 VNNI, ymm with
+// AVX-VNNI), and on a CPU with neither, plain integer code (pmaddwd) that computes the same
+// integers. The weight stays int8 in the package (one byte per element, not a widened copy).
+TEST(CodegenShape, IntegerMatmulsAreDotProductInstructions) {
+  struct DotCpu {
+    const char* name;
+    const char* instruction;  // regex of the inner loop's instruction
+  };
+  const DotCpu cpus[] = {{"sapphirerapids", "vpdpbusd\\s+[^\n]*%zmm"},
+                         {"alderlake", "vpdpbusd\\s+[^\n]*%ymm"},
+                         {"znver3", "vpmaddwd"}};
+  for (const DotCpu& c : cpus) {
+    Graph g;
+    Tensor a = Tensor::input(g, "a", dtypes::uint8, {64, 256});
+    NDArray w(dtypes::int8, {256, 128});
+    for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = static_cast<uint8_t>(i * 37 % 251);
+    g.add_output("y", matmul_u8s8(a, Tensor::weight(g, "w", std::move(w))).uop());
+    CompileOptions o;
+    o.emit = Emit::Assembly;
+    TargetInfo t = TargetInfo::create({"x86_64-linux-gnu", c.name});
+    o.target = &t;
+    Artifacts art = compile(g, o);
+    EXPECT_GE(count_matches(art.assembly, c.instruction), 8) << c.name;
+    if (std::string(c.name) == "znver3") {
+      EXPECT_EQ(count_matches(art.assembly, "vpdpbusd"), 0) << c.name;
+    }
+    int64_t weight_bytes = 0;
+    for (const PlanBuffer& b : art.plan.buffers)
+      if (b.kind == BufferKind::Weight) weight_bytes += b.bytes();
+    EXPECT_EQ(weight_bytes, 256 * 128) << c.name;
+  }
+}
+
 TEST(CodegenShape, OptLevelsDiffer) {
   for (const Cpu& c : kCpus) {
     std::vector<std::vector<Opt>> opts;

@@ -115,6 +115,39 @@ def matmul_integer_case(rng):
         {"a_zero_point": azp, "b_zero_point": bzp}, {"y": want}
 
 
+def matmul_integer_weights_case(rng, name, shape_a, n, azp_per_row, bzp):
+    """uint8 activations times constant int8 weights: the dot-product kernels (vpdpbusd on a
+    VNNI CPU), zero points applied after the product; N not a multiple of the 16-column panel."""
+    k = shape_a[-1]
+    a = rand_q(rng, shape_a, np.uint8)
+    b = rand_q(rng, (k, n), np.int8)
+    azp = (rng.integers(0, 256, shape_a[-2]) if azp_per_row else rng.integers(0, 256, ())).astype(np.uint8)
+    zb = rng.integers(-128, 128, n).astype(np.int8) if bzp else np.zeros((), np.int8)
+    za = azp.astype(np.int32)[:, None] if azp_per_row else azp.astype(np.int32)
+    want = np.matmul(a.astype(np.int32) - za, b.astype(np.int32) - zb.astype(np.int32))
+    node = helper.make_node("MatMulInteger", ["a", "b", "a_zero_point", "b_zero_point"], ["y"],
+                            name="matmul_integer")
+    return name, [node], {"a": a}, {"b": b, "a_zero_point": azp, "b_zero_point": zb}, \
+        {"y": want.astype(np.int32)}
+
+
+def qlinear_matmul_weights_case(rng):
+    """QLinearMatMul with uint8 activations and constant int8 weights (per-column scales)."""
+    a = rand_q(rng, (2, 9, 64), np.uint8)
+    b = rand_q(rng, (64, 40), np.int8)
+    azp, bzp, yzp = np.array(131, np.uint8), np.zeros(40, np.int8), np.array(120, np.uint8)
+    as_, ys = np.float32(0.02), np.float32(0.5)
+    bs = (rng.random(40) * 0.02 + 0.01).astype(np.float32)
+    acc = np.matmul(a.astype(np.int32) - 131, b.astype(np.int32))
+    want = requantize(acc, (as_ * bs) / ys, yzp, np.uint8)
+    node = helper.make_node("QLinearMatMul", ["a", "a_scale", "a_zero_point", "b", "b_scale",
+                                              "b_zero_point", "y_scale", "y_zero_point"], ["y"],
+                            name="qlinear_matmul")
+    return "qlinear_matmul_weights", [node], {"a": a}, \
+        {"a_scale": as_, "a_zero_point": azp, "b": b, "b_scale": bs, "b_zero_point": bzp,
+         "y_scale": ys, "y_zero_point": yzp}, {"y": want}
+
+
 def quantize_roundtrip_case(rng):
     x = (rng.standard_normal((2, 4, 3)) * 3).astype(np.float32)
     x[0, 0, 0] = 0.5 * 0.25  # a tie: 0.5 -> 0 (half to even)
@@ -174,6 +207,10 @@ def main():
         qlinear_conv_case(rng, "qlinear_conv_depthwise", 1, 13, 9, 9, 13, 3, 2, 1, 1, 13, np.uint8, True),
         qlinear_conv_case(rng, "qlinear_conv_pointwise", 1, 17, 6, 5, 11, 1, 1, 0, 1, 1, np.int8, True),
         conv_integer_case(rng), qlinear_matmul_case(rng), matmul_integer_case(rng),
+        matmul_integer_weights_case(rng, "matmul_integer_weights", (37, 96), 45, False, False),
+        matmul_integer_weights_case(rng, "matmul_integer_weights_zero_points", (2, 7, 20), 33, True, True),
+        matmul_integer_weights_case(rng, "matmul_integer_weights_wide", (64, 256), 128, False, True),
+        qlinear_matmul_weights_case(rng),
         quantize_roundtrip_case(rng), dynamic_case(rng),
     ]
     ok = [run(kilnc, kiln_run, work, c) for c in cases]

@@ -64,6 +64,24 @@ TEST(ConstFold, ATransposedWeightBecomesOneNewWeight) {
   EXPECT_FALSE(reads_weight(g, g.outputs()[0].node, "w"));
 }
 
+// An int8 weight widened to int32 for an integer dot-product kernel folds below the widening
+// (its packed layout, still int8): the kernel reads the bytes; an int32 copy would be 4x larger.
+TEST(ConstFold, AWidenedInt8WeightStaysBytes) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::uint8, {4, 32});
+  NDArray w(dtypes::int8, {32, 16});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = static_cast<uint8_t>(i * 7);
+  g.add_output("y", matmul_u8s8(a, Tensor::weight(g, "w", std::move(w))).uop());
+  ConstFoldStats s = fold_and_check(g);
+  EXPECT_EQ(s.folded, 1);  // the packed copy
+  EXPECT_EQ(s.folded_bytes, 32 * 16);
+  int widened = 0;
+  for (const UOp* x : g.sink()->toposort())
+    if (x->op == Op::CAST && x->dtype == dtypes::int32 && x->src[0]->dtype == dtypes::int8)
+      ++widened;
+  EXPECT_EQ(widened, 1);
+}
+
 // The product of two weight matrices computes n^3 elements for 2n^2 read (160^3 here, past the
 // 2^22 elements any fold may compute): folding it would make
 // compile time grow with the cube of the model (fuzz_graph_file found a 1024^2 pair that took

@@ -3,6 +3,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
 
 #include <unordered_map>
@@ -217,6 +218,8 @@ class Emitter {
         return cast(u->src[0]->dtype, u->dtype, val(u->src[0]));
       case Op::BITCAST:
         return bitcast(u->src[0]->dtype, u->dtype, val(u->src[0]));
+      case Op::DOT4:
+        return dot4(u);
       default:
         break;
     }
@@ -378,6 +381,20 @@ class Emitter {
     for (unsigned i = 0; i < na; ++i) m.push_back(static_cast<int>(i));
     for (unsigned i = 0; i < nc; ++i) m.push_back(static_cast<int>(n + i));
     return b_.CreateShuffleVector(wa, wc, m);
+  }
+
+  // vpdpbusd on 4, 8 or 16 lanes: late_lower left DOT4 only where the target has it, in the
+  // register widths it has, and lowered it to plain integer code elsewhere.
+  llvm::Value* dot4(const UOp* u) {
+    int lanes = u->dtype.lanes;
+    llvm::Intrinsic::ID id = lanes == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                             : lanes == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                          : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+    KILN_CHECK(lanes == 4 || lanes == 8 || lanes == 16, "emitter: DOT4 on ", lanes, " lanes");
+    llvm::Type* words = ty(u->dtype);
+    return b_.CreateIntrinsic(id, {},
+                              {val(u->src[0]), b_.CreateBitCast(val(u->src[1]), words),
+                               b_.CreateBitCast(val(u->src[2]), words)});
   }
 
   // ---------------------------------------------------------------- ALU

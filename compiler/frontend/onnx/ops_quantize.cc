@@ -2,13 +2,17 @@
 // QuantizeLinear, DequantizeLinear (per tensor or per axis), DynamicQuantizeLinear, and the
 // integer ops MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
 //
-// Integer contractions run in int32 (operands widened, zero points subtracted first), so their
-// results are exact; requantization is float32 (accumulator × combined scale), rounded half to
-// even and saturated to the output type. These are reference kernels: correct on every CPU, with
-// none of the dot-product instructions (VNNI, sdot) yet — fused integer kernels that use them are
-// issue #16's next step.
+// Integer contractions run in int32, so their results are exact; requantization is float32
+// (accumulator × combined scale), rounded half to even and saturated to the output type.
+// A uint8 × constant int8 matmul (a quantized layer's weights) is a dot-product contraction:
+// the raw bytes multiplied (vpdpbusd where the CPU has it), the zero points applied after by
+// the sums (A - za)(B - zb) = AB - za·ΣB - zb·ΣA + K·za·zb. Other operand types and convolutions
+// widen the operands and subtract the zero points first (plain int32 code).
+#include <optional>
+
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/tensor/linalg.h"
+#include "compiler/tensor/weight_layout.h"
 
 namespace kiln::onnxfe {
 
@@ -97,8 +101,45 @@ Tensor centered(NodeContext& n, const Tensor& x, size_t zp_input, int64_t axis, 
   return v.sub(along(n, zp, x, axis, what).cast(dtypes::int32));
 }
 
+// True if input i is absent or a constant of zeros.
+bool zero_or_absent(NodeContext& n, size_t i) {
+  if (!n.has_input(i)) return true;
+  if (!n.input_is_const(i)) return false;
+  for (double v : n.const_floats(i))
+    if (v != 0) return false;
+  return true;
+}
+
+// a (uint8, ..., M, K) times a constant int8 b (K, N) on the dot-product kernels, zero points
+// (inputs a_zp and b_zp, if present) applied after the product; nullopt if the operands are not
+// of that kind.
+std::optional<Tensor> dot_matmul(NodeContext& n, const Tensor& a, const Tensor& b, size_t a_zp,
+                                 size_t b_zp) {
+  if (a.dtype() != dtypes::uint8 || b.dtype() != dtypes::int8 || a.ndim() < 2 || b.ndim() != 2 ||
+      b.dim(0) % kDotGroup != 0 || a.dim(-1) != b.dim(0) || !n.is_const(b))
+    return std::nullopt;
+  if (n.has_input(a_zp) && n.input(a_zp).dtype() != a.dtype())
+    n.invalid("A's zero point must have its type");
+  if (n.has_input(b_zp) && n.input(b_zp).dtype() != b.dtype())
+    n.invalid("B's zero point must have its type");
+  Tensor acc = matmul_u8s8(a, b);
+  const Tensor i32_b = b.cast(dtypes::int32);
+  std::optional<Tensor> za, zb;
+  if (!zero_or_absent(n, a_zp)) {
+    za = along(n, n.input(a_zp), a, -2, "a_zero_point").cast(dtypes::int32);
+    acc = acc.sub(za->mul(i32_b.sum({0})));  // za · Σ_k B, per column (folded) and row of za
+  }
+  if (!zero_or_absent(n, b_zp)) {
+    zb = along(n, n.input(b_zp), b, -1, "b_zero_point").cast(dtypes::int32);
+    acc = acc.sub(a.cast(dtypes::int32).sum({-1}, true).mul(*zb));  // zb · Σ_k A, per row
+    if (za) acc = acc.add(za->mul(*zb).mul(static_cast<double>(b.dim(0))));
+  }
+  return acc;
+}
+
 V matmul_integer(NodeContext& n) {
   Tensor a = n.input(0), b = n.input(1);
+  if (auto dot = dot_matmul(n, a, b, 2, 3)) return V{*dot};
   // a's zero point: scalar or per row (axis -2); b's: scalar or per column (axis -1).
   Tensor ac = centered(n, a, 2, a.ndim() >= 2 ? -2 : -1, "A");
   Tensor bc = centered(n, b, 3, -1, "B");
@@ -123,9 +164,10 @@ Tensor requantize(NodeContext& n, const Tensor& acc, const Tensor& in_scale, con
 
 V qlinear_matmul(NodeContext& n) {
   Tensor a = n.input(0), b = n.input(3);
-  Tensor ac = centered(n, a, 2, a.ndim() >= 2 ? -2 : -1, "a");
-  Tensor bc = centered(n, b, 5, -1, "b");
-  Tensor acc = matmul(ac, bc);
+  std::optional<Tensor> dot = dot_matmul(n, a, b, 2, 5);
+  Tensor acc =
+      dot ? *dot
+          : matmul(centered(n, a, 2, a.ndim() >= 2 ? -2 : -1, "a"), centered(n, b, 5, -1, "b"));
   // a_scale per row of the result (axis -2), b_scale per column (axis -1).
   Tensor as = along(n, n.input(1), acc, -2, "a_scale");
   Tensor bs = along(n, n.input(4), acc, -1, "b_scale");
