@@ -14,6 +14,22 @@ bool is_contraction_kernel(const UOp* ast) {
   return false;
 }
 
+bool is_dot_contraction(const UOp* ast) {
+  auto widened = [](const UOp* x, DType from) {
+    return x->op == Op::CAST && x->dtype == dtypes::int32 && x->src[0]->dtype == from;
+  };
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Op::REDUCE || u->op_arg() != Op::ADD || u->dtype != dtypes::int32) continue;
+    const UOp* m = u->src[0];
+    if (m->op != Op::MUL) continue;
+    for (int i = 0; i < 2; ++i)
+      if (widened(m->src[static_cast<size_t>(i)], dtypes::uint8) &&
+          widened(m->src[static_cast<size_t>(1 - i)], dtypes::int8))
+        return true;
+  }
+  return false;
+}
+
 OptTarget opt_target(const TargetInfo& t, OptLevel level) {
   OptTarget ot;
   ot.vector_bytes = t.vector_bytes();
@@ -101,6 +117,10 @@ int64_t stride_of(const UOp* idx, const UOp* r) {
     } else if (t->op == Op::MOD && t->src[0] == r && t->src[1]->op == Op::CONST &&
                t->src[1]->cval().i % 8 == 0) {
       coef += 1;  // a packed panel: contiguous within blocks of (a multiple of) 8
+    } else if (t->op == Op::MUL && t->src[1]->op == Op::CONST && t->src[0]->op == Op::MOD &&
+               t->src[0]->src[0] == r && t->src[0]->src[1]->op == Op::CONST &&
+               t->src[0]->src[1]->cval().i % 8 == 0) {
+      coef += t->src[1]->cval().i;  // a panel of groups (the dot-product layout: 4 per lane)
     } else if (is_block_index(t, r)) {
       // (r / c) * s: selects the panel; lanes within one block do not move it
     } else {
@@ -163,6 +183,9 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
                       const OptTarget& t, std::vector<Opt>& opts) {
   int64_t accumulators = t.accumulators > 0 ? t.accumulators : std::max(4, t.vector_registers / 2);
   std::vector<const UOp*> loads = product_loads(ast);
+  // In an integer dot-product contraction each 32-bit lane holds four consecutive bytes of the
+  // reduction: an operand is contiguous along an axis it walks 4 bytes per element.
+  int64_t unit = is_dot_contraction(ast) ? 4 : 1;
   std::vector<std::pair<int, const UOp*>> ranked;  // (score, loop), best first
   for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
     const UOp* r = *it;
@@ -170,7 +193,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     bool contiguous = false, gathers = false;
     for (const UOp* l : loads) {
       int64_t st = load_stride(l, r);
-      if (st == 1)
+      if (st == unit)
         contiguous = true;
       else if (st != 0)
         gathers = true;
@@ -349,6 +372,8 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   if (kr.loops.empty()) return opts;
   const UOp* st = store_of(ast);
   int item = std::max(1, st ? st->src[1]->dtype.itemsize() : 4);
+  // An integer dot-product kernel's lanes are its int32 accumulators, whatever it stores.
+  if (is_dot_contraction(ast)) item = 4;
   int64_t width = std::max<int64_t>(1, t.vector_bytes / item);
   bool contraction = is_contraction_kernel(ast);
 

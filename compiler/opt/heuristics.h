@@ -51,6 +51,9 @@ OptTarget opt_target(const TargetInfo& t, OptLevel level = OptLevel::Tiles);
 // True for a kernel with a REDUCE(ADD) of a product (matmuls, convolutions): the kernels that
 // get register tiles, and that beam search tunes.
 bool is_contraction_kernel(const UOp* ast);
+// True for an integer dot-product contraction: an int32 REDUCE(ADD) of uint8 x int8 products
+// (the expander makes DOT4s of it; its lanes are int32 accumulators whatever it stores).
+bool is_dot_contraction(const UOp* ast);
 
 // The heuristics' proposal for one kernel.
 std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t);

@@ -8,6 +8,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/opt/heuristics.h"
 #include "compiler/target/target_info.h"
+#include "compiler/tensor/integer_conv.h"
 #include "compiler/tensor/linalg.h"
 #include "compiler/tensor/nn.h"
 #include "compiler/tensor/tensor.h"
@@ -232,6 +233,29 @@ TEST(CodegenShape, IntegerMatmulsAreDotProductInstructions) {
     for (const PlanBuffer& b : art.plan.buffers)
       if (b.kind == BufferKind::Weight) weight_bytes += b.bytes();
     EXPECT_EQ(weight_bytes, 256 * 128) << c.name;
+  }
+}
+
+// An integer convolution (a QDQ model's 3x3 layer) reads its input channel-blocked, four
+// channels per 32-bit lane, and its packed int8 weight as 64-byte vectors: one vpdpbusd per
+// accumulator per four channels, on zmm (AVX-512 VNNI) or ymm (AVX-VNNI).
+TEST(CodegenShape, IntegerConvolutionsAreDotProductInstructions) {
+  const std::pair<const char*, const char*> cpus[] = {{"sapphirerapids", "%zmm"},
+                                                      {"alderlake", "%ymm"}};
+  for (auto [cpu, reg] : cpus) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::uint8, {1, 64, 28, 28});
+    NDArray w(dtypes::int8, {64, 64, 3, 3});
+    for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = static_cast<uint8_t>(i * 29 % 253);
+    ConvParams p{{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1};
+    g.add_output("y", conv_u8s8(x, 3, Tensor::weight(g, "w", std::move(w)), p).uop());
+    CompileOptions o;
+    o.emit = Emit::Assembly;
+    TargetInfo t = TargetInfo::create({"x86_64-linux-gnu", cpu});
+    o.target = &t;
+    Artifacts art = compile(g, o);
+    EXPECT_GE(count_matches(art.assembly, std::string("vpdpbusd\\s+[^\n]*") + reg), 16) << cpu;
+    EXPECT_EQ(count_matches(art.assembly, "vpmulld"), 0) << cpu;
   }
 }
 

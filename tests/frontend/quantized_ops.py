@@ -76,6 +76,36 @@ def qlinear_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, group,
     return name, [node], {"x": x}, inits, {"y": want}
 
 
+def qdq_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, zx):
+    """A QDQ convolution as quantizers emit it (Q -> DQ around the activation, DQ of int8
+    per-channel weights and an int32 bias, Q after): kiln runs it as an integer convolution on the
+    dot-product kernels scaled to float, float(acc) x (sx x sw) + bias, then quantized; the same
+    float32 operations here. C is not a multiple of 4 and Co not of 16 in some cases (padded)."""
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = rand_q(rng, (m, c, k, k), np.int8)
+    sx, sy = np.float32(rng.uniform(0.01, 0.03)), np.float32(rng.uniform(0.05, 0.2))
+    sw = rng.uniform(0.005, 0.03, m).astype(np.float32)
+    sb = (sx * sw).astype(np.float32)
+    bias = rng.integers(-2000, 2000, m).astype(np.int32)
+    zy = np.array(rng.integers(0, 256), np.uint8)
+    xq = np.clip(np.rint(x / sx) + np.float32(zx), 0, 255).astype(np.uint8)
+    acc = conv_int32(xq.astype(np.int32) - zx, wt.astype(np.int32), stride, pad, dilation, 1)
+    y = acc.astype(np.float32) * sb.reshape(1, m, 1, 1) + \
+        (bias.astype(np.float32) * sb).reshape(1, m, 1, 1)
+    want = np.clip(np.rint(y / sy) + np.float32(zy), 0, 255).astype(np.uint8)
+    inits = {"sx": sx, "zx": np.array(zx, np.uint8), "w": wt, "sw": sw, "zw": np.zeros(m, np.int8),
+             "b": bias, "sb": sb, "zb": np.zeros(m, np.int32), "sy": sy, "zy": zy}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"], name="q_x"),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xdq"], name="dq_x"),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wdq"], name="dq_w", axis=0),
+             helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bdq"], name="dq_b", axis=0),
+             helper.make_node("Conv", ["xdq", "wdq", "bdq"], ["y"], name=name,
+                              strides=[stride, stride], pads=[pad] * 4,
+                              dilations=[dilation, dilation]),
+             helper.make_node("QuantizeLinear", ["y", "sy", "zy"], ["yq"], name="q_y")]
+    return name, nodes, {"x": x}, inits, {"yq": want}
+
+
 def conv_integer_case(rng):
     x = rand_q(rng, (1, 5, 9, 8), np.uint8)
     wt = rand_q(rng, (7, 5, 3, 3), np.uint8)
@@ -206,6 +236,10 @@ def main():
         qlinear_conv_case(rng, "qlinear_conv_groups", 1, 6, 8, 7, 9, 3, 1, 1, 1, 3, np.uint8, True),
         qlinear_conv_case(rng, "qlinear_conv_depthwise", 1, 13, 9, 9, 13, 3, 2, 1, 1, 13, np.uint8, True),
         qlinear_conv_case(rng, "qlinear_conv_pointwise", 1, 17, 6, 5, 11, 1, 1, 0, 1, 1, np.int8, True),
+        qdq_conv_case(rng, "qdq_conv_3x3", 1, 16, 12, 10, 32, 3, 1, 1, 1, 128),
+        qdq_conv_case(rng, "qdq_conv_stem_stride2", 2, 3, 17, 15, 20, 7, 2, 3, 1, 0),
+        qdq_conv_case(rng, "qdq_conv_odd_dilated", 1, 13, 11, 11, 9, 3, 1, 2, 2, 77),
+        qdq_conv_case(rng, "qdq_conv_pointwise", 1, 24, 7, 7, 40, 1, 1, 0, 1, 3),
         conv_integer_case(rng), qlinear_matmul_case(rng), matmul_integer_case(rng),
         matmul_integer_weights_case(rng, "matmul_integer_weights", (37, 96), 45, False, False),
         matmul_integer_weights_case(rng, "matmul_integer_weights_zero_points", (2, 7, 20), 33, True, True),

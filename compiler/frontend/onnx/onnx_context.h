@@ -119,5 +119,11 @@ int64_t norm_axis(int64_t axis, int64_t rank, const NodeContext& n);
 NDArray make_array(DType d, const Shape& s, const std::vector<double>& values);
 // A Conv-like node's strides, pads (or auto_pad), dilations and group for input x, weight w.
 ConvParams conv_params(NodeContext& n, const Tensor& x, const Tensor& w);
+// A Conv of DequantizeLinear(uint8 activations, per-tensor scale and zero point) and
+// DequantizeLinear(constant int8 weights, per-channel scales, zero point 0), groups 1, 2-D: an
+// integer convolution on the dot-product kernels scaled to float (the bias added in float);
+// nullopt for any other Conv (ops_quantize.cc).
+std::optional<Tensor> quantized_conv(NodeContext& n, const Tensor& x, const Tensor& w,
+                                     const Tensor* bias, const ConvParams& p);
 
 }  // namespace kiln::onnxfe

@@ -283,7 +283,9 @@ void register_nn_ops(OpRegistry& r) {
     Tensor x = n.input(0), w = n.input(1);
     std::optional<Tensor> bias;
     if (n.has_input(2)) bias = n.input(2);
-    return V{conv(x, w, bias ? &*bias : nullptr, conv_params(n, x, w))};
+    ConvParams p = conv_params(n, x, w);
+    if (auto q = quantized_conv(n, x, w, bias ? &*bias : nullptr, p)) return V{*q};
+    return V{conv(x, w, bias ? &*bias : nullptr, p)};
   };
   r["ConvTranspose"] = [](NodeContext& n) { return V{conv_transpose(n)}; };
   r["MaxPool"] = [](NodeContext& n) { return pool(n, true); };

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/tensor/integer_conv.h"
 #include "compiler/tensor/linalg.h"
 #include "compiler/tensor/weight_layout.h"
 
@@ -191,7 +192,90 @@ V qlinear_conv(NodeContext& n) {
   return V{requantize(n, acc, xs, ws, 6, 7)};
 }
 
+// A float tensor built as DequantizeLinear builds it: float(int32(q) [+ z]) × s, z the negated
+// zero point. Operands as they are in the graph (broadcast), not checked for constness.
+struct Dequantized {
+  Tensor q, neg_zp, scale;  // neg_zp invalid when there is none
+};
+
+std::optional<Dequantized> as_dequantized(const Tensor& t) {
+  const UOp* u = t.uop();
+  Graph* g = t.graph();
+  if (u->op != Op::MUL || u->dtype != dtypes::float32) return std::nullopt;
+  auto widened = [](const UOp* x) {
+    return x->op == Op::CAST && x->dtype == dtypes::int32 &&
+           (x->src[0]->dtype == dtypes::uint8 || x->src[0]->dtype == dtypes::int8);
+  };
+  for (size_t i = 0; i < 2; ++i) {
+    const UOp *a = u->src[i], *s = u->src[1 - i];
+    if (a->op != Op::CAST || a->src[0]->dtype != dtypes::int32) continue;
+    const UOp* b = a->src[0];
+    if (widened(b)) return Dequantized{Tensor(g, b->src[0]), Tensor(), Tensor(g, s)};
+    if (b->op != Op::ADD) continue;
+    for (size_t j = 0; j < 2; ++j)
+      if (widened(b->src[j]))
+        return Dequantized{Tensor(g, b->src[j]->src[0]), Tensor(g, b->src[1 - j]), Tensor(g, s)};
+  }
+  return std::nullopt;
+}
+
+// The one value of a constant tensor, or nullopt if its elements differ.
+std::optional<double> one_value(NodeContext& n, const Tensor& t) {
+  const NDArray& a = n.eval_const(t);
+  if (a.numel() == 0) return std::nullopt;
+  double v = a.get(0).as_double();
+  for (int64_t i = 1; i < a.numel(); ++i)
+    if (a.get(i).as_double() != v) return std::nullopt;
+  return v;
+}
+
+// Per output channel (axis 0) values of a constant tensor of w's shape, or nullopt if it varies
+// along another axis.
+std::optional<std::vector<double>> per_channel(NodeContext& n, const Tensor& t) {
+  const NDArray& a = n.eval_const(t);
+  int64_t co = t.dim(0), inner = a.numel() / co;
+  std::vector<double> v(static_cast<size_t>(co));
+  for (int64_t c = 0; c < co; ++c) {
+    v[static_cast<size_t>(c)] = a.get(c * inner).as_double();
+    for (int64_t i = 1; i < inner; ++i)
+      if (a.get(c * inner + i).as_double() != v[static_cast<size_t>(c)]) return std::nullopt;
+  }
+  return v;
+}
+
 }  // namespace
+
+std::optional<Tensor> quantized_conv(NodeContext& n, const Tensor& x, const Tensor& w,
+                                     const Tensor* bias, const ConvParams& p) {
+  if (p.groups != 1 || x.ndim() != 4 || w.ndim() != 4) return std::nullopt;
+  auto dx = as_dequantized(x), dw = as_dequantized(w);
+  if (!dx || !dw || dx->q.dtype() != dtypes::uint8 || dw->q.dtype() != dtypes::int8 ||
+      n.is_const(dx->q) || !n.is_const(dw->q) || !n.is_const(dx->scale) || !n.is_const(dw->scale))
+    return std::nullopt;
+  std::optional<double> sx = one_value(n, dx->scale);
+  double neg_zx = 0;
+  if (dx->neg_zp.valid()) {
+    std::optional<double> z = n.is_const(dx->neg_zp) ? one_value(n, dx->neg_zp) : std::nullopt;
+    if (!z) return std::nullopt;
+    neg_zx = *z;
+  }
+  std::optional<std::vector<double>> sw = per_channel(n, dw->scale);
+  if (!sx || !sw) return std::nullopt;
+  if (dw->neg_zp.valid()) {  // int8 weights are symmetric (zero point 0) as quantizers emit them
+    std::optional<double> zw = n.is_const(dw->neg_zp) ? one_value(n, dw->neg_zp) : std::nullopt;
+    if (!zw || *zw != 0) return std::nullopt;
+  }
+  Tensor acc = conv_u8s8(dx->q, static_cast<int64_t>(-neg_zx), dw->q, p);
+  int64_t co = w.dim(0);
+  std::vector<double> scale(static_cast<size_t>(co));
+  for (int64_t c = 0; c < co; ++c)
+    scale[static_cast<size_t>(c)] =
+        static_cast<float>(*sx) * static_cast<float>((*sw)[static_cast<size_t>(c)]);
+  Tensor y =
+      acc.cast(dtypes::float32).mul(n.constant(make_array(dtypes::float32, {1, co, 1, 1}, scale)));
+  if (bias) y = y.add(bias->reshape({1, co, 1, 1}));
+  return y;
+}
 
 void register_quantize_ops(OpRegistry& r) {
   r["QuantizeLinear"] = quantize_linear;
