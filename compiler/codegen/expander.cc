@@ -632,8 +632,10 @@ class Expander {
       for (int64_t l = 0; l < n; ++l)
         for (const UOp* x : xs)
           acc.push_back(split_index(substitute_lane(x->src[0]->src[1], m, l)));
-      if (const UOp* v = uniform_load(lanes_from(std::move(acc)), xs[0]->src[0]->src[0], 4 * n, el))
-        return v;
+      Lanes ls = lanes_from(std::move(acc));
+      const UOp* buf = xs[0]->src[0]->src[0];
+      if (const UOp* v = broadcast_words(ls, buf, n, el)) return v;
+      if (const UOp* v = uniform_load(ls, buf, 4 * n, el)) return v;
     }
     std::vector<const UOp*> vs;
     for (const UOp* x : xs) vs.push_back(convert(expand(x), mask_of(x), m));
@@ -641,6 +643,41 @@ class Expander {
     for (int64_t l = 0; l < n; ++l)
       for (int64_t j = 0; j < 4; ++j) idx.push_back(j * n + l);
     return ctx_->make(Op::GEP, vec(el, 4 * n), vs, idx);
+  }
+
+  // The broadcast operand of a DOT4 (an activation's four channels, the same for every output
+  // channel lane): every 32-bit lane four consecutive bytes, lanes sharing them. One 4-byte load
+  // per distinct word, each broadcast: merged into one run (the words of consecutive positions
+  // are adjacent), LLVM built them from 8-byte loads, shifts and shuffles. nullptr if the lanes
+  // are not of that shape.
+  const UOp* broadcast_words(const Lanes& ls, const UOp* buf, int64_t n, DType el) {
+    if (!ls.uniform) return nullptr;
+    std::vector<int64_t> words;  // distinct word offsets, in first-use order
+    std::vector<int64_t> pick;
+    for (int64_t l = 0; l < n; ++l) {
+      int64_t o = ls.offset[static_cast<size_t>(4 * l)];
+      for (int64_t j = 1; j < 4; ++j)
+        if (ls.offset[static_cast<size_t>(4 * l + j)] != o + j) return nullptr;
+      auto it = std::find(words.begin(), words.end(), o);
+      int64_t w = it - words.begin();
+      if (it == words.end()) words.push_back(o);
+      for (int64_t j = 0; j < 4; ++j) pick.push_back(4 * w + j);
+    }
+    if (static_cast<int64_t>(words.size()) == n) return nullptr;  // no lane shares a word
+    // Each word loaded as 4 bytes and read as one int32; the lanes a vector of those int32s
+    // (a splat per register: vpbroadcastd from memory), read back as bytes.
+    const Access& a0 = ls.acc[0];
+    std::vector<const UOp*> loaded;
+    for (int64_t o : words)
+      loaded.push_back(
+          ctx_->make(Op::BITCAST, dtypes::int32,
+                     {ctx_->make(Op::LOAD, vec(el, 4),
+                                 {make_index(buf, a0.gate, simplify(a0.lin->add(o)))})}));
+    std::vector<const UOp*> lanes_words;
+    for (int64_t l = 0; l < n; ++l)
+      lanes_words.push_back(loaded[static_cast<size_t>(pick[static_cast<size_t>(4 * l)] / 4)]);
+    const UOp* v = ctx_->make(Op::VECTORIZE, vec(dtypes::int32, n), lanes_words);
+    return ctx_->make(Op::BITCAST, vec(el, 4 * n), {v});
   }
 
   // `body` with the ranges of the REDUCEs inside it replaced by new ranges (new ids).

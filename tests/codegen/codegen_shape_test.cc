@@ -259,6 +259,21 @@ TEST(CodegenShape, IntegerConvolutionsAreDotProductInstructions) {
   }
 }
 
+// A float converted to uint8 or int8 (QuantizeLinear's last step, every quantized layer's
+// store) is vector code: clamped, converted to int32 and narrowed, never a scalar conversion per
+// lane (LLVM scalarizes vector fptoui.sat: 264 vcvttss2si in one quantized conv's epilogue).
+TEST(CodegenShape, ANarrowingFloatCastIsVectorCode) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {64, 256});
+    g.add_output("u8", x.round().cast(dtypes::uint8).uop());
+    g.add_output("i8", x.mul(3.0).cast(dtypes::int8).uop());
+    std::string s = assembly_for(g, c).assembly;
+    EXPECT_EQ(count_matches(s, "vcvttss2si"), 0) << c.name;
+    EXPECT_GE(count_matches(s, "vcvttps2dq"), 2) << c.name;
+  }
+}
+
 TEST(CodegenShape, OptLevelsDiffer) {
   for (const Cpu& c : kCpus) {
     std::vector<std::vector<Opt>> opts;

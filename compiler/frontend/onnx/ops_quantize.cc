@@ -8,6 +8,7 @@
 // the raw bytes multiplied (vpdpbusd where the CPU has it), the zero points applied after by
 // the sums (A - za)(B - zb) = AB - za·ΣB - zb·ΣA + K·za·zb. Other operand types and convolutions
 // widen the operands and subtract the zero points first (plain int32 code).
+#include <algorithm>
 #include <optional>
 
 #include "compiler/frontend/onnx/onnx_context.h"
@@ -147,9 +148,28 @@ V matmul_integer(NodeContext& n) {
   return V{matmul(ac, bc)};
 }
 
+// uint8 x and a constant int8 w (zero point 0), groups 1, 2-D, x's zero point one constant:
+// the integer convolution on the dot-product kernels; nullopt otherwise.
+std::optional<Tensor> dot_conv(NodeContext& n, const Tensor& x, const Tensor& w, size_t x_zp,
+                               size_t w_zp, const ConvParams& p) {
+  if (x.dtype() != dtypes::uint8 || w.dtype() != dtypes::int8 || x.ndim() != 4 || w.ndim() != 4 ||
+      p.groups != 1 || x.dim(1) != w.dim(1) || !n.is_const(w) || !zero_or_absent(n, w_zp))
+    return std::nullopt;
+  int64_t zx = 0;
+  if (n.has_input(x_zp)) {
+    if (!n.input_is_const(x_zp) || n.input(x_zp).dtype() != x.dtype()) return std::nullopt;
+    std::vector<int64_t> z = n.const_ints(x_zp);
+    if (z.empty() || std::any_of(z.begin(), z.end(), [&](int64_t v) { return v != z[0]; }))
+      return std::nullopt;
+    zx = z[0];
+  }
+  return conv_u8s8(x, zx, w, p);
+}
+
 V conv_integer(NodeContext& n) {
   Tensor x = n.input(0), w = n.input(1);
   ConvParams p = conv_params(n, x, w);
+  if (auto dot = dot_conv(n, x, w, 2, 3, p)) return V{*dot};
   return V{conv(centered(n, x, 2, 1, "x"), centered(n, w, 3, 0, "w"), nullptr, p)};
 }
 
@@ -178,7 +198,8 @@ V qlinear_matmul(NodeContext& n) {
 V qlinear_conv(NodeContext& n) {
   Tensor x = n.input(0), w = n.input(3);
   ConvParams p = conv_params(n, x, w);
-  Tensor acc = conv(centered(n, x, 2, 1, "x"), centered(n, w, 5, 0, "w"), nullptr, p);
+  std::optional<Tensor> dot = dot_conv(n, x, w, 2, 5, p);
+  Tensor acc = dot ? *dot : conv(centered(n, x, 2, 1, "x"), centered(n, w, 5, 0, "w"), nullptr, p);
   if (n.has_input(8)) {
     Tensor bias = n.input(8);
     if (bias.dtype() != dtypes::int32) n.invalid("B must be int32");
