@@ -372,8 +372,12 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   if (kr.loops.empty()) return opts;
   const UOp* st = store_of(ast);
   int item = std::max(1, st ? st->src[1]->dtype.itemsize() : 4);
-  // An integer dot-product kernel's lanes are its int32 accumulators, whatever it stores.
-  if (is_dot_contraction(ast)) item = 4;
+  // A contraction's lanes are its accumulators, whatever it stores (an int8 dot-product kernel's
+  // int32s; a quantized depthwise layer's float32s, stored as uint8: with the store's width it
+  // took 4 lanes of 64 and ran 6x slower than the float layer).
+  if (is_contraction_kernel(ast))
+    for (const UOp* u : ast->toposort())
+      if (u->op == Op::REDUCE) item = std::max(item, u->dtype.itemsize());
   int64_t width = std::max<int64_t>(1, t.vector_bytes / item);
   bool contraction = is_contraction_kernel(ast);
 

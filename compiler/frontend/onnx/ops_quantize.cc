@@ -9,6 +9,7 @@
 // the sums (A - za)(B - zb) = AB - za·ΣB - zb·ΣA + K·za·zb. Other operand types and convolutions
 // widen the operands and subtract the zero points first (plain int32 code).
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "compiler/frontend/onnx/onnx_context.h"
@@ -50,6 +51,54 @@ Tensor saturate(const Tensor& x, DType to) {
   return x.round().maximum(lo).minimum(hi).cast(to);
 }
 
+// x already integral (rounded, plus an integer zero point): saturated and converted.
+Tensor clamp_to(const Tensor& x, DType to) {
+  auto [lo, hi] = type_range(to);
+  return x.maximum(lo).minimum(hi).cast(to);
+}
+
+// The value of a broadcast constant (EXPAND/RESHAPE of a CONST), if u is one.
+std::optional<double> splat_value(const UOp* u) {
+  while (u->op == Op::EXPAND || u->op == Op::RESHAPE) u = u->src[0];
+  if (u->op != Op::CONST) return std::nullopt;
+  return u->cval().as_double();
+}
+
+// True if every value of u is an integer: rounded values, integers converted, their sums.
+bool integral(const UOp* u) {
+  switch (u->op) {
+    case Op::ROUND:
+      return true;
+    case Op::CAST:
+      return u->src[0]->dtype.is_int() || u->src[0]->dtype.is_bool();
+    case Op::EXPAND:
+    case Op::RESHAPE:
+    case Op::NEG:
+      return integral(u->src[0]);
+    case Op::ADD:
+      return integral(u->src[0]) && integral(u->src[1]);
+    case Op::CONST:
+      return u->cval().as_double() == std::nearbyint(u->cval().as_double());
+    default:
+      return false;
+  }
+}
+
+// For q = QuantizeLinear's output as built above, CAST(t, MIN(MAX(v, lo), hi)) with v integral
+// and [lo, hi] t's range: the float32 v clamped (the same number as q), else invalid.
+Tensor quantized_float(const Tensor& q) {
+  const UOp* u = q.uop();
+  if (u->op != Op::CAST || (u->dtype != dtypes::uint8 && u->dtype != dtypes::int8)) return Tensor();
+  const UOp* mn = u->src[0];
+  if (mn->op != Op::MIN || mn->dtype != dtypes::float32 || mn->src[0]->op != Op::MAX)
+    return Tensor();
+  const UOp* mx = mn->src[0];
+  auto [lo, hi] = type_range(u->dtype);
+  if (splat_value(mx->src[1]) != lo || splat_value(mn->src[1]) != hi || !integral(mx->src[0]))
+    return Tensor();
+  return Tensor(q.graph(), mn);
+}
+
 V quantize_linear(NodeContext& n) {
   Tensor x = n.input(0), scale = n.input(1);
   if (!x.dtype().is_float()) n.invalid("x must be a float tensor");
@@ -65,20 +114,31 @@ V quantize_linear(NodeContext& n) {
   Tensor s = along(n, scale, x, axis, "y_scale").cast(dtypes::float32);
   Tensor q = x.cast(dtypes::float32).div(s).round();
   if (zp.valid()) q = q.add(along(n, zp, x, axis, "y_zero_point").cast(dtypes::float32));
-  return V{saturate(q, out)};
+  return V{clamp_to(q, out)};
 }
 
 V dequantize_linear(NodeContext& n) {
   Tensor x = n.input(0), scale = n.input(1);
   if (!x.dtype().is_int()) n.invalid("x must be an integer tensor");
   int64_t axis = n.attr_int("axis", 1);
+  Tensor s = along(n, scale, x, axis, "x_scale");
+  // A QuantizeLinear's output (a QDQ model's fake-quantized activation): the same numbers from
+  // the clamped float32 it was converted from, without the round trip through the integer type
+  // (three conversions per element in every quantized layer's epilogue).
+  if (Tensor f = quantized_float(x); f.valid() && s.dtype() == dtypes::float32) {
+    if (n.has_input(2)) {
+      Tensor zp = n.input(2);
+      if (zp.dtype() != x.dtype()) n.invalid("x_zero_point must have x's type");
+      f = f.sub(along(n, zp, x, axis, "x_zero_point").cast(dtypes::float32));
+    }
+    return V{f.mul(s)};
+  }
   Tensor v = x.cast(dtypes::int32);
   if (n.has_input(2)) {
     Tensor zp = n.input(2);
     if (zp.dtype() != x.dtype()) n.invalid("x_zero_point must have x's type");
     v = v.sub(along(n, zp, x, axis, "x_zero_point").cast(dtypes::int32));
   }
-  Tensor s = along(n, scale, x, axis, "x_scale");
   return V{v.cast(s.dtype()).mul(s)};
 }
 
@@ -88,7 +148,7 @@ V dynamic_quantize_linear(NodeContext& n) {
   Tensor lo = x.min().minimum(0.0), hi = x.max().maximum(0.0);
   Tensor scale = hi.sub(lo).div(255.0);
   Tensor zp = saturate(lo.neg().div(scale), dtypes::uint8);
-  Tensor y = saturate(x.div(scale).round().add(zp.cast(dtypes::float32)), dtypes::uint8);
+  Tensor y = clamp_to(x.div(scale).round().add(zp.cast(dtypes::float32)), dtypes::uint8);
   return V{y, scale, zp};
 }
 
@@ -180,7 +240,7 @@ Tensor requantize(NodeContext& n, const Tensor& acc, const Tensor& in_scale, con
   Tensor zp = n.input(y_zp);
   Tensor r = acc.cast(dtypes::float32).mul(in_scale.mul(w_scale).div(ys)).round();
   r = r.add(zp.reshape({}).cast(dtypes::float32));
-  return saturate(r, zp.dtype());
+  return clamp_to(r, zp.dtype());
 }
 
 V qlinear_matmul(NodeContext& n) {
@@ -223,6 +283,19 @@ std::optional<Dequantized> as_dequantized(const Tensor& t) {
   const UOp* u = t.uop();
   Graph* g = t.graph();
   if (u->op != Op::MUL || u->dtype != dtypes::float32) return std::nullopt;
+  // The folded form of DequantizeLinear(QuantizeLinear(..)): (v [+ z]) × s, v the clamped float.
+  for (size_t i = 0; i < 2; ++i) {
+    const UOp *a = u->src[i], *s = u->src[1 - i];
+    const UOp* v = a->op == Op::ADD ? a->src[0] : a;
+    const UOp* z = a->op == Op::ADD ? a->src[1] : nullptr;
+    for (int swap = 0; swap < (z ? 2 : 1); ++swap) {
+      if (swap) std::swap(v, z);
+      if (v->op != Op::MIN || v->dtype != dtypes::float32) continue;
+      Tensor q = Tensor(g, v).cast(dtypes::uint8);
+      if (!quantized_float(q).valid()) continue;
+      return Dequantized{q, z ? Tensor(g, z) : Tensor(), Tensor(g, s)};
+    }
+  }
   auto widened = [](const UOp* x) {
     return x->op == Op::CAST && x->dtype == dtypes::int32 &&
            (x->src[0]->dtype == dtypes::uint8 || x->src[0]->dtype == dtypes::int8);
