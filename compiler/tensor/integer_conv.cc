@@ -32,7 +32,7 @@ Tensor conv_u8s8(const Tensor& x, int64_t zx, const Tensor& w, const ConvParams&
   // copy gave that kernel a store with the channels innermost (a quantized depthwise layer
   // before a 1x1 convolution then tiled 2 channels x 8 positions and stored bytes one by one,
   // 5x slower than the float layer).
-  Tensor xp = x.contiguous().pad({{0, 0}, {0, c4 - c}, pads[0], pads[1]}, pad_value);
+  Tensor xp = materialized(x).pad({{0, 0}, {0, c4 - c}, pads[0], pads[1]}, pad_value);
   int64_t hp = xp.dim(2), wp = xp.dim(3);
   if (dil[0] * (kh - 1) + 1 > hp || dil[1] * (kw - 1) + 1 > wp)
     throw Error(str_cat("conv_u8s8: kernel ", kh, "x", kw, " is larger than the padded input ",

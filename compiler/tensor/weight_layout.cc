@@ -30,6 +30,12 @@ Tensor packed_in_panels(const Tensor& w, int64_t axis) {
   return w.reshape(split).permute(to_panels).contiguous().permute(back).reshape(w.shape());
 }
 
+Tensor materialized(const Tensor& t) {
+  const UOp* u = t.uop();
+  while (u->op == Op::RESHAPE) u = u->src[0];
+  return u->op == Op::BUFFER || u->op == Op::CONTIGUOUS ? t : t.contiguous();
+}
+
 Tensor packed_for_dot(const Tensor& w) {
   if (w.ndim() != 2 || w.dim(0) % kDotGroup != 0)
     throw Error(str_cat("packed_for_dot: ", shape_str(w.shape()),

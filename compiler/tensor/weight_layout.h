@@ -18,6 +18,10 @@ bool is_constant(const Tensor& t);
 // with w's shape. Requires dim(axis) to be a multiple of kWeightPanel.
 Tensor packed_in_panels(const Tensor& w, int64_t axis);
 
+// t itself if it is a buffer (a model input, a weight) or a reshape of one, else t materialized
+// (CONTIGUOUS): an integer kernel's uint8 operand, read many times, must not be recomputed inline.
+Tensor materialized(const Tensor& t);
+
 // The layout of an int8 weight for the integer dot-product kernels (vpdpbusd, sdot): each
 // 32-bit lane of a vector holds four consecutive elements of the reduction for one output
 // column, so one 64-byte load feeds 16 columns x 4 products. w (K, N) is stored as

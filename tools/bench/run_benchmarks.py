@@ -16,10 +16,14 @@ in GFLOP/s and as a fraction of that peak, each runtime's load-to-ready time and
 memory. The markdown table is printed, and with --write-docs written to docs/performance.md.
 
 A model named BASE_qdq (resnet18_qdq, mobilenet_v2_qdq) is BASE made int8 by
-tools/scripts/quantize.py (QDQ form, calibrated on 4 seeded random inputs); both runtimes run
-the same QDQ model. Its outputs agree when the top-1 class is the same and the largest
-difference is within 2% of the largest logit (the two runtimes round at different points: ONNX
-Runtime requantizes in fused int8 kernels, kiln dequantizes into float convolutions).
+tools/scripts/quantize.py (QDQ form, calibrated on 4 seeded random inputs); BASE_dyn
+(transformer_dyn) by quantize.py --dynamic (DynamicQuantizeLinear + MatMulInteger, the form ONNX
+Runtime's dynamic quantizer emits). Both runtimes run the same int8 model. Its outputs agree when
+the largest difference is within 2% of the largest output (and, for classifiers, the top-1 class
+is the same): both compute the integer contractions exactly, but round the float parts (the
+requantization scale, the dequantized epilogue) at different points, and a value that rounds the
+other way moves by one quantization step. A second table sets each int8 model beside its fp32
+BASE: kiln's speedup and package size.
 
 --variants measures packages of kernel variants instead (kilnc --cpu x86-64-v2,x86-64-v3,x86-64-v4,
 or generic,cortex-a76 on AArch64): per model the fat package against the single-target package of
@@ -43,7 +47,16 @@ sys.path.insert(0, os.path.join(TOP, "tests", "models"))
 import export_models  # noqa: E402
 
 MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0", "transformer",
-          "lstm_classifier", "gru_tagger", "unet", "resnet18_qdq", "mobilenet_v2_qdq"]
+          "lstm_classifier", "gru_tagger", "unet", "resnet18_qdq", "mobilenet_v2_qdq",
+          "transformer_dyn"]
+INT8_SUFFIXES = ("_qdq", "_dyn")
+
+
+def base_of(name):
+    for s in INT8_SUFFIXES:
+        if name.endswith(s):
+            return name[:-len(s)]
+    return None
 
 
 def input_name_of(model):
@@ -114,10 +127,23 @@ def export_qdq(name, tools, work):
     shutil.copy(os.path.join(src, "input.npy"), os.path.join(d, "input.npy"))
 
 
+def export_dynamic(name, work):
+    """BASE_dyn: BASE exported, then quantized by tools/scripts/quantize.py --dynamic."""
+    base = base_of(name)
+    export_models.export(base, work)
+    src, d = os.path.join(work, base), os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    sh([sys.executable, os.path.join(TOP, "tools/scripts/quantize.py"), os.path.join(src, "model.onnx"),
+        os.path.join(d, "model.onnx"), "--dynamic"])
+    shutil.copy(os.path.join(src, "input.npy"), os.path.join(d, "input.npy"))
+
+
 def bench_model(name, tools, work, rounds, repeat):
     kilnc, kiln_run, ort_dir = tools
     if name.endswith("_qdq"):
         export_qdq(name, tools, work)
+    elif name.endswith("_dyn"):
+        export_dynamic(name, work)
     else:
         export_models.export(name, work)
     d = os.path.join(work, name)
@@ -127,7 +153,7 @@ def bench_model(name, tools, work, rounds, repeat):
     t0 = time.monotonic()
     sh([kilnc, "compile", model, "-o", pkg])
     compile_s = time.monotonic() - t0
-    row = {"model": name, "compile_s": compile_s}
+    row = {"model": name, "compile_s": compile_s, "package_bytes": os.path.getsize(pkg)}
     for threads in (1, 2):
         kiln_ms, ort_ms, kiln_rss, ort_rss, ready, session = [], [], [], [], [], []
         for _ in range(rounds):  # alternate, so drift in machine speed hits both
@@ -156,6 +182,8 @@ def bench_model(name, tools, work, rounds, repeat):
     if name.endswith("_qdq"):
         row["outputs_agree"] = (k.shape == o.shape and row["max_rel_diff"] <= 0.02 and
                                 int(k.argmax()) == int(o.argmax()))
+    elif name.endswith("_dyn"):
+        row["outputs_agree"] = k.shape == o.shape and row["max_rel_diff"] <= 0.02
     else:
         row["outputs_agree"] = k.shape == o.shape and row["max_rel_diff"] <= 1e-3
     return row
@@ -306,6 +334,16 @@ def table(rows, gemms, peak, quick):
             f"{r['kiln_1'] / r['kiln_2']:.2f}× | {r['kiln_ready_ms']:.1f} | {r['ort_session_ms']:.1f} | "
             f"{r['kiln_rss']:.0f} | {r['ort_rss']:.0f} | {'yes' if r['outputs_agree'] else 'NO'} "
             f"({r['max_rel_diff']:.1e}) | {r['compile_s']:.1f} |")
+    by_name = {r["model"]: r for r in rows}
+    int8 = [r for r in rows if base_of(r["model"]) in by_name]
+    if int8:
+        lines += ["", "| int8 model | fp32 kiln 1T ms | int8 kiln 1T ms | speedup 1T | speedup 2T | "
+                  "package int8/fp32 |", "|---|---|---|---|---|---|"]
+        for r in int8:
+            b = by_name[base_of(r["model"])]
+            lines.append(f"| {r['model']} | {b['kiln_1']:.2f} | {r['kiln_1']:.2f} | "
+                         f"**{b['kiln_1'] / r['kiln_1']:.2f}×** | **{b['kiln_2'] / r['kiln_2']:.2f}×** | "
+                         f"{100 * r['package_bytes'] / b['package_bytes']:.0f}% |")
     lines += ["", "| GEMM M×N×K (1 thread) | ms | GFLOP/s | of FMA peak | correct |", "|---|---|---|---|---|"]
     for g in gemms:
         lines.append(f"| {g['shape']} | {g['ms']:.2f} | {g['gflops']:.1f} | {100 * g['peak_frac']:.0f}% | "

@@ -3,6 +3,12 @@
 
     tools/scripts/quantize.py MODEL.onnx OUT.onnx --calibration A.npy [B.npy ...]
         [--input NAME] [--kilnc PATH] [--kiln-run PATH] [--work DIR]
+    tools/scripts/quantize.py MODEL.onnx OUT.onnx --dynamic
+
+--dynamic writes the form ONNX Runtime's dynamic quantizer emits for transformers instead (no
+calibration): each MatMul or Gemm with a constant 2-D weight becomes DynamicQuantizeLinear of its
+input (uint8, the range measured at run time) -> MatMulInteger with the weight int8, symmetric,
+per output column -> Cast to float -> Mul by input_scale x weight_scale (-> Add of a Gemm's bias).
 
 What it writes is the QDQ form ONNX Runtime's and PyTorch's quantizers emit: every float tensor
 that enters or leaves a Conv, Gemm or MatMul gets a QuantizeLinear -> DequantizeLinear pair
@@ -165,17 +171,100 @@ def quantize(model, ranges):
     return model
 
 
+def quantize_dynamic(model):
+    """The dynamic form (see the docstring); one DynamicQuantizeLinear per distinct input."""
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    new_inits, new_nodes, dynamic = [], [], {}
+    dropped, count = set(), 0
+    # Exporters share equal weights through Identity nodes (the layers of a TransformerEncoder).
+    alias = {}
+    for node in g.node:
+        if node.op_type == "Identity":
+            src = alias.get(node.input[0], node.input[0])
+            if src in inits:
+                alias[node.output[0]] = src
+    for node in g.node:
+        w_name = node.input[1] if len(node.input) > 1 else ""
+        w_name = alias.get(w_name, w_name)
+        attrs = {a.name: a for a in node.attribute}
+        gemm_ok = node.op_type == "Gemm" and attrs.get("transA", None) is None or \
+            (node.op_type == "Gemm" and attrs["transA"].i == 0)
+        alpha_beta_one = all(attrs[k].f == 1.0 for k in ("alpha", "beta") if k in attrs)
+        if node.op_type not in ("MatMul", "Gemm") or w_name not in inits or \
+                len(inits[w_name].dims) != 2 or (node.op_type == "Gemm" and not (gemm_ok and alpha_beta_one)):
+            new_nodes.append(node)
+            continue
+        w = numpy_helper.to_array(inits[w_name]).astype(np.float32)
+        if node.op_type == "Gemm" and attrs.get("transB") is not None and attrs["transB"].i:
+            w = w.T
+        ws = (np.abs(w).max(axis=0) / 127.0).astype(np.float32)  # per output column
+        ws[ws == 0] = 1.0
+        wq = np.clip(np.rint(w / ws), -127, 127).astype(np.int8)
+        base = re.sub(r"[^A-Za-z0-9_]", "_", node.name or node.output[0])
+        new_inits += [numpy_helper.from_array(wq, f"{base}_weight_quantized"),
+                      numpy_helper.from_array(ws, f"{base}_weight_scale"),
+                      numpy_helper.from_array(np.zeros(ws.shape, np.int8), f"{base}_weight_zero_point")]
+        dropped.add(w_name)
+        a = node.input[0]
+        if a not in dynamic:
+            ab = re.sub(r"[^A-Za-z0-9_]", "_", a)
+            dynamic[a] = (f"{ab}_quantized", f"{ab}_scale", f"{ab}_zero_point")
+            new_nodes.append(helper.make_node("DynamicQuantizeLinear", [a], list(dynamic[a]),
+                                              name=f"{ab}_DynamicQuantizeLinear"))
+        aq, as_, azp = dynamic[a]
+        out = node.output[0]
+        tail = f"{base}_scaled" if node.op_type == "Gemm" and len(node.input) > 2 else out
+        new_nodes += [
+            helper.make_node("MatMulInteger", [aq, f"{base}_weight_quantized", azp,
+                                               f"{base}_weight_zero_point"], [f"{base}_int32"],
+                             name=f"{base}_MatMulInteger"),
+            helper.make_node("Cast", [f"{base}_int32"], [f"{base}_float"], to=TensorProto.FLOAT,
+                             name=f"{base}_Cast"),
+            helper.make_node("Mul", [as_, f"{base}_weight_scale"], [f"{base}_scale"],
+                             name=f"{base}_ScaleMul"),
+            helper.make_node("Mul", [f"{base}_float", f"{base}_scale"], [tail], name=f"{base}_Mul")]
+        if tail != out:
+            new_nodes.append(helper.make_node("Add", [tail, node.input[2]], [out], name=f"{base}_Bias"))
+        count += 1
+    still_used = {i for n in new_nodes for i in n.input}
+    kept = [t for t in g.initializer if t.name not in dropped or t.name in still_used]
+    del g.node[:]
+    g.node.extend(new_nodes)
+    del g.initializer[:]
+    g.initializer.extend(kept + new_inits)
+    for op in model.opset_import:  # DynamicQuantizeLinear and MatMulInteger: opset 11, 10
+        if op.domain in ("", "ai.onnx") and op.version < 11:
+            op.version = 11
+    return model, count
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
     ap.add_argument("out")
-    ap.add_argument("--calibration", nargs="+", required=True, help=".npy inputs")
+    ap.add_argument("--calibration", nargs="+", help=".npy inputs (static QDQ form)")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="DynamicQuantizeLinear + MatMulInteger, no calibration")
     ap.add_argument("--input", help="the model input the calibration files feed (default: the first)")
     ap.add_argument("--kilnc", default=os.path.join(TOP, "build/tools/kilnc/kilnc"))
     ap.add_argument("--kiln-run", default=os.path.join(TOP, "build/tools/kiln-run/kiln-run"))
     ap.add_argument("--work", help="where calibration files go (default: a temporary folder)")
     a = ap.parse_args()
     model = onnx.load(a.model)
+    if a.dynamic == bool(a.calibration):
+        sys.exit("quantize: give --calibration files (static QDQ) or --dynamic, not both")
+    if a.dynamic:
+        q, count = quantize_dynamic(model)
+        if not count:
+            sys.exit("quantize: no MatMul or Gemm with a constant 2-D weight to quantize")
+        onnx.checker.check_model(q)
+        tmp_out = a.out + ".tmp"
+        onnx.save(q, tmp_out)
+        os.replace(tmp_out, a.out)  # nothing half-written
+        print(f"quantize: {a.out}: the weights of {count} MatMul/Gemm ops quantized to int8, "
+              "their inputs dynamically")
+        return
     inits = {t.name for t in model.graph.initializer}
     real_inputs = [i.name for i in model.graph.input if i.name not in inits]
     if len(real_inputs) != 1 and not a.input:
