@@ -184,8 +184,10 @@ int64_t dot4_width(const TargetInfo& t) {
       return 16;
     case DotProduct::AvxVnni:
       return 8;
+    case DotProduct::ArmDot:
+      return 4;  // sdot on 128-bit NEON (the emitter makes the uint8 operand signed)
     default:
-      return 0;  // AArch64's sdot multiplies two signed operands: not yet used (plain code)
+      return 0;
   }
 }
 
@@ -199,8 +201,8 @@ PatternMatcher pm_dot_products(int64_t width) {
           const UOp *acc = m["acc"], *a = m["a"], *b = m["b"];
           int64_t n = acc->dtype.lanes;
           if (width == 0) return dot4_plain(acc, a, b);
-          if (n == 4 || n == 8 || n == width) return nullptr;
-          int64_t piece = n % width == 0 ? width : n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : 0;
+          if (n == width || n == 4 || (n == 8 && width > 4)) return nullptr;
+          int64_t piece = n % width == 0 ? width : n % 8 == 0 && width > 4 ? 8 : n % 4 == 0 ? 4 : 0;
           if (piece == 0) return dot4_plain(acc, a, b);
           std::vector<const UOp*> parts;
           for (int64_t f = 0; f < n; f += piece)

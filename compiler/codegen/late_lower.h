@@ -13,9 +13,9 @@
 //    keeps float16 loads, stores and CASTs, which the emitter turns into them.
 //  - DOT4 (four uint8 x int8 products summed into each int32 lane, made by the expander for
 //    integer contractions) stays an instruction where the target has one — vpdpbusd on 16 lanes
-//    with AVX-512 VNNI, 8 with AVX-VNNI (wider DOT4s split into pieces of that width) — and is
-//    plain int32 code elsewhere (widen, multiply, add: pmaddwd on x86; AArch64's sdot takes two
-//    signed operands and is not used yet).
+//    with AVX-512 VNNI, 8 with AVX-VNNI, sdot on 4 with AArch64 dotprod (wider DOT4s split into
+//    pieces of that width) — and is plain int32 code elsewhere (widen, multiply, add: pmaddwd on
+//    x86).
 //
 // The index width is the other late decision: `index_bits` says whether every index value of a
 // kernel fits 32 bits (the emitter then computes indices in i32).

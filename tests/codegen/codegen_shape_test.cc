@@ -234,6 +234,25 @@ TEST(CodegenShape, IntegerMatmulsAreDotProductInstructions) {
       if (b.kind == BufferKind::Weight) weight_bytes += b.bytes();
     EXPECT_EQ(weight_bytes, 256 * 128) << c.name;
   }
+  // AArch64 with dotprod (cortex-a76): sdot (the uint8 operand made signed, its offset added
+  // back with a second sdot); without (generic): none.
+  for (const char* cpu : {"cortex-a76", "generic"}) {
+    Graph g;
+    Tensor a = Tensor::input(g, "a", dtypes::uint8, {64, 256});
+    NDArray w(dtypes::int8, {256, 128});
+    for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = static_cast<uint8_t>(i * 37 % 251);
+    g.add_output("y", matmul_u8s8(a, Tensor::weight(g, "w", std::move(w))).uop());
+    CompileOptions o;
+    o.emit = Emit::Assembly;
+    TargetInfo t = TargetInfo::create({"aarch64-linux-gnu", cpu});
+    o.target = &t;
+    int sdots = count_matches(compile(g, o).assembly, "\\bsdot\\s");
+    if (std::string(cpu) == "generic") {
+      EXPECT_EQ(sdots, 0) << cpu;
+    } else {
+      EXPECT_GE(sdots, 8) << cpu;
+    }
+  }
 }
 
 // An integer convolution (a QDQ model's 3x3 layer) reads its input channel-blocked, four

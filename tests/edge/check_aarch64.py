@@ -12,7 +12,10 @@ compares with the x86-64 run of the same model (max |diff| <= 1e-4 * max |x86 ou
   - the static sample (samples/static: --emit static-lib --embed-data, libkiln_rt_bare, a fixed
     memory pool) cross-compiled and run;
   - resnet18 and mobilenet_v2 (seeded random weights, tests/models/export_models.py), and their
-    embedded self-tests (--embed-selftest, kiln-run --selftest) under qemu.
+    embedded self-tests (--embed-selftest, kiln-run --selftest) under qemu;
+  - the integer dot-product kernels (QDQ convolutions, MatMulInteger/QLinearMatMul on int8
+    weights: tests/frontend/quantized_ops.py's cases) for --cpu generic and cortex-a76 (dotprod),
+    bit for bit against the numpy reference of the ONNX spec.
 
 If qemu or the cross toolchain is missing, the test says so and fails (install them with
 tools/scripts/install-deps.sh); it is never skipped silently.
@@ -28,6 +31,8 @@ import numpy as np
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(TOP, "tests", "models"))
 import export_models  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests", "frontend"))
+import quantized_ops  # noqa: E402
 
 QEMU = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]
 TOLERANCE = 1e-4
@@ -179,6 +184,30 @@ def main():
         print(f"{name:28s} kiln-run --selftest under qemu: {out.strip().splitlines()[-2] if ok else out.strip()}: "
               f"{'ok' if ok else 'FAILED'}")
         results.append(ok)
+
+    # Integer kernels, exact on AArch64 too.
+    import onnx
+    for case in quantized_ops.dot_product_cases(np.random.default_rng(11)):
+        name, _, inputs, _, want = case
+        d = os.path.join(work, "int8", name)
+        os.makedirs(d, exist_ok=True)
+        model = quantized_ops.make_model(case)
+        onnx.save(model, os.path.join(d, "model.onnx"))
+        args = []
+        for k, v in inputs.items():
+            np.save(os.path.join(d, f"{k}.npy"), v)
+            args += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
+        for cpu in ("generic", "cortex-a76"):
+            pkg = os.path.join(d, f"{cpu}.kiln")
+            run([kilnc, "compile", os.path.join(d, "model.onnx"), "--target", "aarch64-linux-gnu",
+                 "--cpu", cpu, "-o", pkg])
+            out = os.path.join(d, f"{cpu}_out")
+            run(kiln_run_arm + [pkg, *args, "--output-dir", out])
+            got = {k: np.load(os.path.join(out, k + ".npy")) for k in want}
+            problems = quantized_ops.differences(got, want)
+            print(f"{name:34s} --cpu {cpu:10s} under qemu: "
+                  f"{'bit for bit' if not problems else 'FAILED: ' + '; '.join(problems)}")
+            results.append(not problems)
 
     print(f"aarch64: {sum(results)} of {len(results)} checks pass under qemu")
     sys.exit(0 if all(results) else 1)

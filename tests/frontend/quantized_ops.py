@@ -200,7 +200,8 @@ def dynamic_case(rng):
     return "dynamic_quantize_linear", [node], {"x": x}, {}, {"y": y, "scale": scale, "zp": zp}
 
 
-def run(kilnc, kiln_run, work, case):
+def make_model(case):
+    """The case's ONNX model (inputs, initializers and outputs typed from the arrays)."""
     name, nodes, inputs, inits, want = case
     g = helper.make_graph(
         nodes, name,
@@ -210,7 +211,11 @@ def run(kilnc, kiln_run, work, case):
         initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(m)
-    out = onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), m, inputs)
+    return m
+
+
+def differences(out, want):
+    """What differs between the outputs and the expected arrays (empty: bit for bit equal)."""
     problems = []
     for k, v in want.items():
         got = out[k]
@@ -221,6 +226,28 @@ def run(kilnc, kiln_run, work, case):
             bad = int((got != v).sum())
             problems.append(f"{k}: {bad} of {v.size} differ (max |diff| "
                             f"{np.abs(got.astype(np.float64) - v.astype(np.float64)).max()})")
+    return problems
+
+
+def dot_product_cases(rng):
+    """The cases that run on the integer dot-product kernels (also run on AArch64 under qemu)."""
+    return [
+        qdq_conv_case(rng, "qdq_conv_3x3", 1, 16, 12, 10, 32, 3, 1, 1, 1, 128),
+        qdq_conv_case(rng, "qdq_conv_stem_stride2", 2, 3, 17, 15, 20, 7, 2, 3, 1, 0),
+        qdq_conv_case(rng, "qdq_conv_odd_dilated", 1, 13, 11, 11, 9, 3, 1, 2, 2, 77),
+        qdq_conv_case(rng, "qdq_conv_pointwise", 1, 24, 7, 7, 40, 1, 1, 0, 1, 3),
+        matmul_integer_weights_case(rng, "matmul_integer_weights", (37, 96), 45, False, False),
+        matmul_integer_weights_case(rng, "matmul_integer_weights_zero_points", (2, 7, 20), 33, True, True),
+        matmul_integer_weights_case(rng, "matmul_integer_weights_wide", (64, 256), 128, False, True),
+        qlinear_matmul_weights_case(rng),
+    ]
+
+
+def run(kilnc, kiln_run, work, case):
+    name, nodes, inputs, inits, want = case
+    m = make_model(case)
+    out = onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), m, inputs)
+    problems = differences(out, want)
     print(f"{name:34s} {'ok' if not problems else 'FAILED: ' + '; '.join(problems)}")
     return not problems
 
@@ -236,15 +263,8 @@ def main():
         qlinear_conv_case(rng, "qlinear_conv_groups", 1, 6, 8, 7, 9, 3, 1, 1, 1, 3, np.uint8, True),
         qlinear_conv_case(rng, "qlinear_conv_depthwise", 1, 13, 9, 9, 13, 3, 2, 1, 1, 13, np.uint8, True),
         qlinear_conv_case(rng, "qlinear_conv_pointwise", 1, 17, 6, 5, 11, 1, 1, 0, 1, 1, np.int8, True),
-        qdq_conv_case(rng, "qdq_conv_3x3", 1, 16, 12, 10, 32, 3, 1, 1, 1, 128),
-        qdq_conv_case(rng, "qdq_conv_stem_stride2", 2, 3, 17, 15, 20, 7, 2, 3, 1, 0),
-        qdq_conv_case(rng, "qdq_conv_odd_dilated", 1, 13, 11, 11, 9, 3, 1, 2, 2, 77),
-        qdq_conv_case(rng, "qdq_conv_pointwise", 1, 24, 7, 7, 40, 1, 1, 0, 1, 3),
         conv_integer_case(rng), qlinear_matmul_case(rng), matmul_integer_case(rng),
-        matmul_integer_weights_case(rng, "matmul_integer_weights", (37, 96), 45, False, False),
-        matmul_integer_weights_case(rng, "matmul_integer_weights_zero_points", (2, 7, 20), 33, True, True),
-        matmul_integer_weights_case(rng, "matmul_integer_weights_wide", (64, 256), 128, False, True),
-        qlinear_matmul_weights_case(rng),
+        *dot_product_cases(rng),
         quantize_roundtrip_case(rng), dynamic_case(rng),
     ]
     ok = [run(kilnc, kiln_run, work, c) for c in cases]

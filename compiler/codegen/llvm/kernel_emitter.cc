@@ -3,8 +3,10 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsAArch64.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <cmath>
 #include <unordered_map>
@@ -384,10 +386,27 @@ class Emitter {
     return b_.CreateShuffleVector(wa, wc, m);
   }
 
-  // vpdpbusd on 4, 8 or 16 lanes: late_lower left DOT4 only where the target has it, in the
-  // register widths it has, and lowered it to plain integer code elsewhere.
+  // vpdpbusd on 4, 8 or 16 lanes, or sdot on 4: late_lower left DOT4 only where the target has
+  // one, in the register widths it has, and lowered it to plain integer code elsewhere.
   llvm::Value* dot4(const UOp* u) {
     int lanes = u->dtype.lanes;
+    if (llvm::Triple(m_.getTargetTriple()).isAArch64()) {
+      // sdot multiplies two signed operands: a - 128 (a xor 0x80) times b, plus 128 x the sum of
+      // b's bytes, which is minus sdot(-128, b).
+      KILN_CHECK(lanes == 4, "emitter: DOT4 on ", lanes, " lanes for AArch64");
+      llvm::Type* bytes = ty(dtypes::int8.vec(16));
+      llvm::Value* a =
+          b_.CreateXor(val(u->src[1]), llvm::ConstantInt::get(ty(u->src[1]->dtype), 0x80));
+      a = b_.CreateBitCast(a, bytes);
+      llvm::Value* b = val(u->src[2]);
+      llvm::Value* prod = b_.CreateIntrinsic(llvm::Intrinsic::aarch64_neon_sdot,
+                                             {ty(u->dtype), bytes}, {val(u->src[0]), a, b});
+      llvm::Value* low =
+          b_.CreateIntrinsic(llvm::Intrinsic::aarch64_neon_sdot, {ty(u->dtype), bytes},
+                             {llvm::Constant::getNullValue(ty(u->dtype)),
+                              llvm::ConstantInt::get(bytes, static_cast<uint64_t>(-128), true), b});
+      return b_.CreateSub(prod, low);
+    }
     llvm::Intrinsic::ID id = lanes == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
                              : lanes == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
                                           : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
