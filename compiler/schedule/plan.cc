@@ -59,6 +59,10 @@ int64_t kernel_flops(const UOp* ast) {
   for (const UOp* u : ast->toposort()) {
     if (u->op == Op::REDUCE && u->dtype.is_float()) {
       flops += iterations(u->src[0]);
+    } else if (u->op == Op::REDUCE && u->dtype.is_int() && u->src[0]->op == Op::MUL) {
+      // An integer contraction (an int8 layer): each multiply-add counts as two operations,
+      // as a float one does, so a profile compares int8 and fp32 layers.
+      flops += 2 * iterations(u->src[0]);
     } else if (kAlu.has(u->op) && u->dtype.is_float()) {
       flops += iterations(u) * (u->op == Op::MULACC ? 2 : 1);
     }
