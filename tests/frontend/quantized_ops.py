@@ -106,6 +106,37 @@ def qdq_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, zx):
     return name, nodes, {"x": x}, inits, {"yq": want}
 
 
+def qdq_linear_case(rng, name, op, m, k, n, za):
+    """A QDQ Gemm (transB=1, int32 bias) or MatMul: uint8 activations per tensor, int8 weights
+    per output column; kiln runs float(acc) x (sa x sw) (+ bias) on the dot-product kernels."""
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    sa = np.float32(rng.uniform(0.01, 0.03))
+    aq = np.clip(np.rint(a / sa) + np.float32(za), 0, 255).astype(np.uint8)
+    wt = rand_q(rng, (n, k) if op == "Gemm" else (k, n), np.int8)
+    sw = rng.uniform(0.005, 0.03, n).astype(np.float32)
+    w_kn = wt.T if op == "Gemm" else wt
+    acc = (aq.astype(np.int64) - za) @ w_kn.astype(np.int64)
+    y = acc.astype(np.float32) * (sa * sw).astype(np.float32)
+    inits = {"sa": sa, "za": np.array(za, np.uint8), "w": wt, "sw": sw, "zw": np.zeros(n, np.int8)}
+    nodes = [helper.make_node("QuantizeLinear", ["a", "sa", "za"], ["aq"], name="q_a"),
+             helper.make_node("DequantizeLinear", ["aq", "sa", "za"], ["adq"], name="dq_a"),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wdq"], name="dq_w",
+                              axis=0 if op == "Gemm" else 1)]
+    if op == "Gemm":
+        bias = rng.integers(-3000, 3000, n).astype(np.int32)
+        sb = (sa * sw).astype(np.float32)
+        inits.update({"b": bias, "sb": sb, "zb": np.zeros(n, np.int32)})
+        nodes += [helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bdq"], name="dq_b", axis=0),
+                  helper.make_node("Gemm", ["adq", "wdq", "bdq"], ["y"], name=name, transB=1)]
+        # kiln fuses the scale and the bias add into one multiply-add (rounded once): the exact
+        # product in float64, plus the bias, rounded to float32.
+        y = (acc.astype(np.float32).astype(np.float64) * (sa * sw).astype(np.float32)
+             + (bias.astype(np.float32) * sb).astype(np.float64)).astype(np.float32)
+    else:
+        nodes.append(helper.make_node("MatMul", ["adq", "wdq"], ["y"], name=name))
+    return name, nodes, {"a": a}, inits, {"y": y.astype(np.float32)}
+
+
 def conv_integer_case(rng):
     x = rand_q(rng, (1, 5, 9, 8), np.uint8)
     wt = rand_q(rng, (7, 5, 3, 3), np.uint8)
@@ -240,6 +271,8 @@ def dot_product_cases(rng):
         matmul_integer_weights_case(rng, "matmul_integer_weights_zero_points", (2, 7, 20), 33, True, True),
         matmul_integer_weights_case(rng, "matmul_integer_weights_wide", (64, 256), 128, False, True),
         qlinear_matmul_weights_case(rng),
+        qdq_linear_case(rng, "qdq_gemm", "Gemm", 5, 64, 40, 131),
+        qdq_linear_case(rng, "qdq_matmul", "MatMul", 9, 32, 17, 0),
     ]
 
 

@@ -125,5 +125,10 @@ ConvParams conv_params(NodeContext& n, const Tensor& x, const Tensor& w);
 // nullopt for any other Conv (ops_quantize.cc).
 std::optional<Tensor> quantized_conv(NodeContext& n, const Tensor& x, const Tensor& w,
                                      const Tensor* bias, const ConvParams& p);
+// The same for a MatMul or Gemm: DequantizeLinear(uint8 activations (..., M, K)) times
+// DequantizeLinear(a constant int8 weight, (K, N), or (N, K) with trans_b, scales per output
+// column, zero point 0), K a multiple of 4: the integer matmul scaled to float; nullopt otherwise.
+std::optional<Tensor> quantized_matmul(NodeContext& n, const Tensor& a, const Tensor& b,
+                                       bool trans_b);
 
 }  // namespace kiln::onnxfe

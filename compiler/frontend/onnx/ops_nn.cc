@@ -366,8 +366,9 @@ void register_nn_ops(OpRegistry& r) {
   r["Gemm"] = [](NodeContext& n) {
     Tensor a = n.input(0), b = n.input(1);
     if (n.attr_int("transA", 0)) a = a.transpose();
-    if (n.attr_int("transB", 0)) b = b.transpose();
-    Tensor y = matmul(a, b);
+    bool trans_b = n.attr_int("transB", 0) != 0;
+    std::optional<Tensor> q = quantized_matmul(n, a, b, trans_b);
+    Tensor y = q ? *q : matmul(a, trans_b ? b.transpose() : b);
     double alpha = n.attr_float("alpha", 1.0), beta = n.attr_float("beta", 1.0);
     if (alpha != 1.0) y = y.mul(alpha);
     if (n.has_input(2)) {
@@ -376,7 +377,10 @@ void register_nn_ops(OpRegistry& r) {
     }
     return V{y};
   };
-  r["MatMul"] = [](NodeContext& n) { return V{matmul(n.input(0), n.input(1))}; };
+  r["MatMul"] = [](NodeContext& n) {
+    if (auto q = quantized_matmul(n, n.input(0), n.input(1), false)) return V{*q};
+    return V{matmul(n.input(0), n.input(1))};
+  };
   r["Einsum"] = [](NodeContext& n) { return V{einsum(n)}; };
   r["Det"] = [](NodeContext& n) { return V{det(n.input(0))}; };
   r["Dropout"] = [](NodeContext& n) {

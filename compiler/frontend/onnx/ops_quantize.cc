@@ -371,6 +371,40 @@ std::optional<Tensor> quantized_conv(NodeContext& n, const Tensor& x, const Tens
   return y;
 }
 
+std::optional<Tensor> quantized_matmul(NodeContext& n, const Tensor& a, const Tensor& b,
+                                       bool trans_b) {
+  if (a.ndim() < 2 || b.ndim() != 2) return std::nullopt;
+  auto da = as_dequantized(a), db = as_dequantized(b);
+  if (!da || !db || da->q.dtype() != dtypes::uint8 || db->q.dtype() != dtypes::int8 ||
+      n.is_const(da->q) || !n.is_const(db->q) || !n.is_const(da->scale) || !n.is_const(db->scale))
+    return std::nullopt;
+  Tensor wq = trans_b ? db->q.transpose() : db->q;  // (K, N)
+  int64_t k = wq.dim(0), cols = wq.dim(1);
+  if (k % kDotGroup != 0 || a.dim(-1) != k) return std::nullopt;
+  std::optional<double> sa = one_value(n, da->scale);
+  double neg_za = 0;
+  if (da->neg_zp.valid()) {
+    std::optional<double> z = n.is_const(da->neg_zp) ? one_value(n, da->neg_zp) : std::nullopt;
+    if (!z) return std::nullopt;
+    neg_za = *z;
+  }
+  if (db->neg_zp.valid()) {
+    std::optional<double> zw = n.is_const(db->neg_zp) ? one_value(n, db->neg_zp) : std::nullopt;
+    if (!zw || *zw != 0) return std::nullopt;
+  }
+  // The weight's scale per output column: constant along K.
+  Tensor sw_kn = trans_b ? db->scale.transpose() : db->scale;
+  std::optional<std::vector<double>> sw = per_channel(n, sw_kn.transpose().contiguous());
+  if (!sa || !sw) return std::nullopt;
+  Tensor acc = matmul_u8s8(da->q, wq);
+  if (neg_za != 0) acc = acc.add(wq.cast(dtypes::int32).sum({0}).mul(neg_za));
+  std::vector<double> scale(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c)
+    scale[static_cast<size_t>(c)] =
+        static_cast<float>(*sa) * static_cast<float>((*sw)[static_cast<size_t>(c)]);
+  return acc.cast(dtypes::float32).mul(n.constant(make_array(dtypes::float32, {cols}, scale)));
+}
+
 void register_quantize_ops(OpRegistry& r) {
   r["QuantizeLinear"] = quantize_linear;
   r["DequantizeLinear"] = dequantize_linear;
