@@ -35,6 +35,7 @@ OptTarget opt_target(const TargetInfo& t, OptLevel level) {
   ot.vector_bytes = t.vector_bytes();
   ot.vector_registers = t.vector_registers();
   ot.masked_vectors = t.masked_vectors();
+  ot.masked_bytes = t.is_x86() && t.has_feature("avx512bw") && t.has_feature("avx512vl");
   ot.register_tiles = level == OptLevel::Tiles;
   return ot;
 }
@@ -66,10 +67,11 @@ int64_t pick_divisor(int64_t n, int64_t cap) {
 // the last group padded (masked) when the divisor is small or not a power of two and padding
 // wastes at most a quarter of the lanes (114 -> 8 lanes, 15 groups, rather than 2; 55 -> 8
 // rather than 5). Padding needs cheap masked vector accesses of 4- or 8-byte elements.
-int64_t lane_count(int64_t n, int64_t cap, int item, bool masked) {
+int64_t lane_count(int64_t n, int64_t cap, int item, bool masked, bool masked_bytes = false) {
   int64_t d = pick_divisor(n, cap);
   bool weak = d < cap / 2 || (d & (d - 1)) != 0;
-  if (!masked || !weak || cap < 4 || (item != 4 && item != 8)) return d;
+  bool maskable = item == 4 || item == 8 || (masked_bytes && (item == 1 || item == 2));
+  if (!masked || !weak || cap < 4 || !maskable) return d;
   // The widest power of two down to 4 that pads n by at most a quarter: a 7-wide map takes 8
   // lanes (one masked) on a 16-lane target, not 7 (a 7-lane vector is split into pieces).
   for (int64_t p = cap; p >= 4 && p > d; p /= 2)
@@ -389,7 +391,8 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
     contraction_tile(ast, kr, width, item, t, opts);
   } else if (const UOp* inner = contiguous_loop(ast, kr)) {
     bool bool_store = st && st->src[1]->dtype.is_bool();
-    int64_t up = lane_count(size_of(inner), width, bool_store ? 1 : item, t.masked_vectors);
+    int64_t up = lane_count(size_of(inner), width, bool_store ? 1 : item, t.masked_vectors,
+                            t.masked_bytes && !bool_store);
     if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});
   }
   // Tasks: split the outermost loop, or what remains of it after upcasting; when upcasting

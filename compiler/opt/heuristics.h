@@ -40,6 +40,9 @@ struct OptTarget {
   // Masked vector loads/stores are cheap (AVX): a lane axis may be padded (a 114-wide row in
   // groups of 8 lanes, the last group masked) instead of taking a small divisor (2).
   bool masked_vectors = false;
+  // Masked accesses of 1- and 2-byte lanes are instructions too (AVX-512BW: vmovdqu8/16 with a
+  // mask register), so byte and half-word lane axes may be padded as well.
+  bool masked_bytes = false;
   // Contractions get register tiles and unrolled reductions (OptLevel::Tiles); without, they
   // are vectorized like elementwise kernels.
   bool register_tiles = true;

@@ -106,6 +106,31 @@ def qdq_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, zx):
     return name, nodes, {"x": x}, inits, {"yq": want}
 
 
+def qdq_maxpool_case(rng):
+    """A QDQ stem as quantize.py writes it: Q -> DQ -> Conv -> Q -> DQ -> Relu -> MaxPool(3, 2,
+    pad 1). kiln pools the bytes and dequantizes after (max and ReLU commute with dequantizing):
+    the same floats as pooling the dequantized values."""
+    name, nodes, inputs, inits, want = qdq_conv_case(rng, "qdq_conv_relu_maxpool", 1, 3, 20, 18,
+                                                     16, 3, 2, 1, 1, 5)
+    sy, zy = inits["sy"], inits["zy"]
+    deq = (want["yq"].astype(np.int32) - np.int32(zy)).astype(np.float32) * sy
+    r = np.maximum(deq, np.float32(0))
+    n, c, h, w = r.shape
+    padded = np.full((n, c, h + 2, w + 2), -np.inf, np.float32)
+    padded[:, :, 1:-1, 1:-1] = r
+    oh, ow = (h + 2 - 3) // 2 + 1, (w + 2 - 3) // 2 + 1
+    pooled = np.full((n, c, oh, ow), -np.inf, np.float32)
+    for i in range(3):
+        for j in range(3):
+            pooled = np.maximum(pooled, padded[:, :, i:i + 2 * oh:2, j:j + 2 * ow:2])
+    nodes = nodes + [
+        helper.make_node("DequantizeLinear", ["yq", "sy", "zy"], ["ydq"], name="dq_y"),
+        helper.make_node("Relu", ["ydq"], ["relu"], name="relu"),
+        helper.make_node("MaxPool", ["relu"], ["pool"], name="maxpool", kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 1, 1, 1])]
+    return name, nodes, inputs, inits, {"pool": pooled}
+
+
 def qdq_linear_case(rng, name, op, m, k, n, za):
     """A QDQ Gemm (transB=1, int32 bias) or MatMul: uint8 activations per tensor, int8 weights
     per output column; kiln runs float(acc) x (sa x sw) (+ bias) on the dot-product kernels."""
@@ -273,6 +298,7 @@ def dot_product_cases(rng):
         qlinear_matmul_weights_case(rng),
         qdq_linear_case(rng, "qdq_gemm", "Gemm", 5, 64, 40, 131),
         qdq_linear_case(rng, "qdq_matmul", "MatMul", 9, 32, 17, 0),
+        qdq_maxpool_case(rng),
     ]
 
 

@@ -149,6 +149,8 @@ std::vector<Tensor> pool(NodeContext& n, bool is_max) {
     auto [v, idx] = max_pool_with_indices(x, p, n.attr_int("storage_order", 0) != 0);
     return {v, idx};
   }
+  if (is_max)
+    if (auto q = quantized_max_pool(n, x, p)) return {*q};
   return {is_max ? max_pool(x, p) : avg_pool(x, p)};
 }
 

@@ -405,6 +405,33 @@ std::optional<Tensor> quantized_matmul(NodeContext& n, const Tensor& a, const Te
   return acc.cast(dtypes::float32).mul(n.constant(make_array(dtypes::float32, {cols}, scale)));
 }
 
+std::optional<Tensor> quantized_max_pool(NodeContext& n, const Tensor& x, const PoolParams& p) {
+  // A ReLU between (a quantized convolution's output, then ReLU, then MaxPool) commutes too.
+  const UOp* u = x.uop();
+  bool relu = false;
+  if (u->op == Op::MAX && u->dtype == dtypes::float32 && splat_value(u->src[1]) == 0.0) {
+    relu = true;
+    u = u->src[0];
+  }
+  auto dx = as_dequantized(Tensor(x.graph(), u));
+  if (!dx || dx->q.dtype() != dtypes::uint8 || n.is_const(dx->q) || !n.is_const(dx->scale))
+    return std::nullopt;
+  std::optional<double> s = one_value(n, dx->scale);
+  double neg_zp = 0;
+  if (dx->neg_zp.valid()) {
+    std::optional<double> z = n.is_const(dx->neg_zp) ? one_value(n, dx->neg_zp) : std::nullopt;
+    if (!z) return std::nullopt;
+    neg_zp = *z;
+  }
+  if (!s || !(*s > 0) || dx->scale.dtype() != dtypes::float32) return std::nullopt;
+  // Dequantizing is increasing (scale > 0), so it commutes with max; every window holds an
+  // input element, so padding with 0 (uint8's lowest) is padding with -inf.
+  Tensor v = max_pool(dx->q, p).cast(dtypes::int32);
+  if (neg_zp != 0) v = v.add(neg_zp);
+  Tensor y = v.cast(dtypes::float32).mul(*s);
+  return relu ? y.maximum(0.0) : y;
+}
+
 void register_quantize_ops(OpRegistry& r) {
   r["QuantizeLinear"] = quantize_linear;
   r["DequantizeLinear"] = dequantize_linear;
