@@ -394,6 +394,16 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
     int64_t up = lane_count(size_of(inner), width, bool_store ? 1 : item, t.masked_vectors,
                             t.masked_bytes && !bool_store);
     if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});
+    // A short contiguous axis taken whole (a channel-blocked layout's 4 channels: 4-byte stores)
+    // leaves most of a vector idle: the loop the store continues contiguously along is upcast
+    // too (16 positions x 4 channels, one 64-byte store).
+    if (up == size_of(inner) && up > 1 && up < width && t.masked_bytes && item == 1 && !bool_store)
+      for (const UOp* r : kr.loops)
+        if (r != inner && stride_of(st->src[0]->src[1], r) == up) {
+          int64_t more = lane_count(size_of(r), width / up, item, t.masked_vectors, true);
+          if (more > 1) opts.push_back({OptKind::Upcast, r->range().id, more});
+          break;
+        }
   }
   // Tasks: split the outermost loop, or what remains of it after upcasting; when upcasting
   // consumed it whole, the next loop is the outermost one.
