@@ -136,6 +136,43 @@ TEST(Heuristics, VectorizeTheContiguousAxisAndTileContractions) {
   EXPECT_EQ(default_opts(p3.programs[0].ast, avx), (std::vector<Opt>{{OptKind::Upcast, 0, 8}}));
 }
 
+// A reduction to one value has no output loop to vectorize: its innermost range is unrolled a
+// vector wide (the expander spreads the copies over a vector of accumulators). A uint8 row of
+// 114 bytes is padded to a whole vector where byte masks are instructions (AVX-512BW), and a
+// short contiguous uint8 axis (4 channels of a blocked layout) takes the next axis too.
+TEST(Heuristics, FullReductionsAndByteRowsUseWholeVectors) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {128, 1024});
+  g.add_output("m", x.max().uop());
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  std::vector<Opt> opts = default_opts(p.programs[0].ast, OptTarget{64, 32});
+  ASSERT_EQ(opts.size(), 1u);
+  EXPECT_EQ(opts[0].kind, OptKind::Unroll);
+  EXPECT_EQ(opts[0].amount, 16);
+  EXPECT_EQ(default_opts(p.programs[0].ast, OptTarget{32, 16})[0].amount, 8);
+
+  Graph g2;
+  Tensor b = Tensor::input(g2, "b", dtypes::uint8, {3, 112, 112});
+  g2.add_output("padded", b.pad({{0, 0}, {1, 1}, {1, 1}}, 0.0).uop());
+  Plan p2 = plan_graph(g2, {});
+  OptTarget avx512{64, 32};
+  avx512.masked_vectors = true;
+  EXPECT_EQ(default_opts(p2.programs[0].ast, avx512)[0].amount, 2);  // no byte masks
+  avx512.masked_bytes = true;
+  EXPECT_EQ(default_opts(p2.programs[0].ast, avx512)[0].amount, 64);
+
+  Graph g3;
+  Tensor c = Tensor::input(g3, "c", dtypes::uint8, {1, 8, 30, 30});
+  g3.add_output("blocked",
+                c.reshape({1, 2, 4, 30, 30}).permute({0, 1, 3, 4, 2}).contiguous().uop());
+  Plan p3 = plan_graph(g3, {});
+  int64_t lanes = 1;
+  for (const Opt& o : default_opts(p3.programs[0].ast, avx512))
+    if (o.kind == OptKind::Upcast) lanes *= o.amount;
+  EXPECT_EQ(lanes, 4 * 16);
+}
+
 // A 3x3 convolution's kernel window is unrolled completely (its short kh/kw loops go) and the
 // channel reduce is left rolled; the tile pads a 14-wide map only if it must (2 divides it).
 TEST(Heuristics, ConvolutionWindowsAreUnrolledCompletely) {
