@@ -206,10 +206,10 @@ class Expander {
   // gated by the vector of the lanes' gates (nullptr if not of that shape).
   // The gate vector is the index's gate expression expanded over the lanes (vector compares),
   // not the lanes' gates assembled one by one.
-  const UOp* masked_run(const UOp* idx, Mask m, const Lanes& ls, DType el) {
+  const UOp* masked_run(const UOp* idx, Mask m, const Lanes& ls, DType el, bool load) {
     if (ls.uniform || el.is_bool() || ls.acc.size() < 4) return nullptr;
     if (idx->op != Op::WHERE || !idx->src[2]->is_invalid()) return nullptr;
-    if (!consecutive(ls)) return nullptr;
+    if (!consecutive(ls, load)) return nullptr;
     const UOp* gate = idx->src[0];
     return convert(expand(gate), mask_of(gate), m);
   }
@@ -320,7 +320,7 @@ class Expander {
       } else {
         std::vector<int64_t> pick;
         for (int64_t l = 0; l < row; ++l) pick.push_back(r * row + l);
-        if (const UOp* at = masked_row(idx, part, m, buf, el, pick, gates))
+        if (const UOp* at = masked_row(idx, part, m, buf, el, pick, gates, true))
           v = ctx_->make(Op::LOAD, vec(el, row), {at});
       }
       if (!v) return nullptr;
@@ -335,8 +335,9 @@ class Expander {
   // gates differing): the index's gate expanded over the lanes (`gates`, built once per tile),
   // the row's lanes picked from it. nullptr if the row is not of that shape.
   const UOp* masked_row(const UOp* idx, const Lanes& part, Mask m, const UOp* buf, DType el,
-                        const std::vector<int64_t>& pick, const UOp*& gates) {
-    if (!consecutive(part) || el.is_bool() || idx->op != Op::WHERE || !idx->src[2]->is_invalid())
+                        const std::vector<int64_t>& pick, const UOp*& gates, bool load) {
+    if (!consecutive(part, load) || el.is_bool() || idx->op != Op::WHERE ||
+        !idx->src[2]->is_invalid())
       return nullptr;
     if (!gates) gates = convert(expand(idx->src[0]), mask_of(idx->src[0]), m);
     const UOp* g =
@@ -344,12 +345,19 @@ class Expander {
     return ctx_->make(Op::INDEX, buf->dtype, {buf, g->where(part.acc[0].lin, ctx_->invalid())});
   }
 
-  // Every lane has an address, lane l at the first lane's plus l (gates may differ).
-  bool consecutive(const Lanes& ls) {
+  // Every lane has an address, lane l at the first lane's plus l (gates may differ). For a load
+  // (`holes`), lanes masked off entirely (no address: a padded lane axis's last lanes, beyond
+  // the row) fit any address, since the access's gate is false there: a 14-wide row in 16 lanes
+  // is one masked load, not 14 scalar loads assembled lane by lane (a 5x5 depthwise layer at
+  // 14x14 ran at 5 GMAC/s). Stores keep their per-lane form there (masked stores are microcoded
+  // on AMD Zen; a classifier's last group ran 2x slower).
+  bool consecutive(const Lanes& ls, bool holes = false) {
     const Access& a0 = ls.acc[0];
+    if (!a0.lin) return false;
     for (size_t l = 0; l < ls.acc.size(); ++l) {
       const Access& a = ls.acc[l];
-      if (!a.lin || !a0.lin) return false;
+      if (!a.lin && holes) continue;
+      if (!a.lin) return false;
       const UOp* d = simplify(a.lin->sub(a0.lin));
       if (d->op != Op::CONST || d->cval().i != static_cast<int64_t>(l)) return false;
     }
@@ -366,7 +374,7 @@ class Expander {
     DType el = ld->dtype.base();
     const UOp* out = uniform_load(ls, buf, n, el);
     if (!out) {
-      if (const UOp* gate = masked_run(index->src[1], m, ls, el))
+      if (const UOp* gate = masked_run(index->src[1], m, ls, el, true))
         return ctx_->make(Op::LOAD, vec(el, n),
                           {ctx_->make(Op::INDEX, buf->dtype,
                                       {buf, gate->where(ls.acc[0].lin, ctx_->invalid())})});
@@ -415,7 +423,7 @@ class Expander {
       }
       return out;
     }
-    if (const UOp* gate = masked_run(index->src[1], mi, ls, el))
+    if (const UOp* gate = masked_run(index->src[1], mi, ls, el, false))
       return {ctx_->make(
           Op::STORE, dtypes::void_,
           {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())}),
@@ -473,7 +481,7 @@ class Expander {
       const UOp* where;
       if (contiguous) {
         where = make_index(buf, part.acc[0].gate, part.acc[0].lin);
-      } else if (!(where = masked_row(idx, part, m, buf, el, pick, gates))) {
+      } else if (!(where = masked_row(idx, part, m, buf, el, pick, gates, false))) {
         return false;
       }
       stores.push_back(ctx_->make(Op::STORE, dtypes::void_, {where, v}));
