@@ -76,7 +76,7 @@ def qlinear_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, group,
     return name, [node], {"x": x}, inits, {"y": want}
 
 
-def qdq_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, zx):
+def qdq_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, zx, xdt=np.uint8):
     """A QDQ convolution as quantizers emit it (Q -> DQ around the activation, DQ of int8
     per-channel weights and an int32 bias, Q after): kiln runs it as an integer convolution on the
     dot-product kernels scaled to float, float(acc) x (sx x sw) + bias, then quantized; the same
@@ -88,12 +88,13 @@ def qdq_conv_case(rng, name, n, c, h, w, m, k, stride, pad, dilation, zx):
     sb = (sx * sw).astype(np.float32)
     bias = rng.integers(-2000, 2000, m).astype(np.int32)
     zy = np.array(rng.integers(0, 256), np.uint8)
-    xq = np.clip(np.rint(x / sx) + np.float32(zx), 0, 255).astype(np.uint8)
+    lo, hi = RANGE[np.dtype(xdt)]
+    xq = np.clip(np.rint(x / sx) + np.float32(zx), lo, hi).astype(xdt)
     acc = conv_int32(xq.astype(np.int32) - zx, wt.astype(np.int32), stride, pad, dilation, 1)
     y = acc.astype(np.float32) * sb.reshape(1, m, 1, 1) + \
         (bias.astype(np.float32) * sb).reshape(1, m, 1, 1)
     want = np.clip(np.rint(y / sy) + np.float32(zy), 0, 255).astype(np.uint8)
-    inits = {"sx": sx, "zx": np.array(zx, np.uint8), "w": wt, "sw": sw, "zw": np.zeros(m, np.int8),
+    inits = {"sx": sx, "zx": np.array(zx, xdt), "w": wt, "sw": sw, "zw": np.zeros(m, np.int8),
              "b": bias, "sb": sb, "zb": np.zeros(m, np.int32), "sy": sy, "zy": zy}
     nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"], name="q_x"),
              helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xdq"], name="dq_x"),
@@ -292,6 +293,7 @@ def dot_product_cases(rng):
         qdq_conv_case(rng, "qdq_conv_stem_stride2", 2, 3, 17, 15, 20, 7, 2, 3, 1, 0),
         qdq_conv_case(rng, "qdq_conv_odd_dilated", 1, 13, 11, 11, 9, 3, 1, 2, 2, 77),
         qdq_conv_case(rng, "qdq_conv_pointwise", 1, 24, 7, 7, 40, 1, 1, 0, 1, 3),
+        qdq_conv_case(rng, "qdq_conv_int8_activations", 1, 8, 9, 9, 16, 3, 1, 1, 1, -5, np.int8),
         matmul_integer_weights_case(rng, "matmul_integer_weights", (37, 96), 45, False, False),
         matmul_integer_weights_case(rng, "matmul_integer_weights_zero_points", (2, 7, 20), 33, True, True),
         matmul_integer_weights_case(rng, "matmul_integer_weights_wide", (64, 256), 128, False, True),

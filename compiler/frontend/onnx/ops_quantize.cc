@@ -291,9 +291,11 @@ std::optional<Dequantized> as_dequantized(const Tensor& t) {
     for (int swap = 0; swap < (z ? 2 : 1); ++swap) {
       if (swap) std::swap(v, z);
       if (v->op != Op::MIN || v->dtype != dtypes::float32) continue;
-      Tensor q = Tensor(g, v).cast(dtypes::uint8);
-      if (!quantized_float(q).valid()) continue;
-      return Dequantized{q, z ? Tensor(g, z) : Tensor(), Tensor(g, s)};
+      for (DType t : {dtypes::uint8, dtypes::int8}) {
+        Tensor q = Tensor(g, v).cast(t);
+        if (quantized_float(q).valid())
+          return Dequantized{q, z ? Tensor(g, z) : Tensor(), Tensor(g, s)};
+      }
     }
   }
   auto widened = [](const UOp* x) {
@@ -337,13 +339,26 @@ std::optional<std::vector<double>> per_channel(NodeContext& n, const Tensor& t) 
   return v;
 }
 
+// int8 activations for the uint8 x int8 kernels: q + 128 (q's bits xor 0x80), its zero point
+// moved by as much (the same differences q - zp).
+void activation_as_uint8(Tensor& q, double& neg_zp) {
+  if (q.dtype() != dtypes::int8) return;
+  Tensor bits = q.bitcast(dtypes::uint8);
+  q = bits.binary(Op::XOR, bits.like(128));
+  neg_zp -= 128;
+}
+
+bool activation_type(DType d) {
+  return d == dtypes::uint8 || d == dtypes::int8;
+}
+
 }  // namespace
 
 std::optional<Tensor> quantized_conv(NodeContext& n, const Tensor& x, const Tensor& w,
                                      const Tensor* bias, const ConvParams& p) {
   if (p.groups != 1 || x.ndim() != 4 || w.ndim() != 4) return std::nullopt;
   auto dx = as_dequantized(x), dw = as_dequantized(w);
-  if (!dx || !dw || dx->q.dtype() != dtypes::uint8 || dw->q.dtype() != dtypes::int8 ||
+  if (!dx || !dw || !activation_type(dx->q.dtype()) || dw->q.dtype() != dtypes::int8 ||
       n.is_const(dx->q) || !n.is_const(dw->q) || !n.is_const(dx->scale) || !n.is_const(dw->scale))
     return std::nullopt;
   std::optional<double> sx = one_value(n, dx->scale);
@@ -359,6 +374,7 @@ std::optional<Tensor> quantized_conv(NodeContext& n, const Tensor& x, const Tens
     std::optional<double> zw = n.is_const(dw->neg_zp) ? one_value(n, dw->neg_zp) : std::nullopt;
     if (!zw || *zw != 0) return std::nullopt;
   }
+  activation_as_uint8(dx->q, neg_zx);
   Tensor acc = conv_u8s8(dx->q, static_cast<int64_t>(-neg_zx), dw->q, p);
   int64_t co = w.dim(0);
   std::vector<double> scale(static_cast<size_t>(co));
@@ -375,7 +391,7 @@ std::optional<Tensor> quantized_matmul(NodeContext& n, const Tensor& a, const Te
                                        bool trans_b) {
   if (a.ndim() < 2 || b.ndim() != 2) return std::nullopt;
   auto da = as_dequantized(a), db = as_dequantized(b);
-  if (!da || !db || da->q.dtype() != dtypes::uint8 || db->q.dtype() != dtypes::int8 ||
+  if (!da || !db || !activation_type(da->q.dtype()) || db->q.dtype() != dtypes::int8 ||
       n.is_const(da->q) || !n.is_const(db->q) || !n.is_const(da->scale) || !n.is_const(db->scale))
     return std::nullopt;
   Tensor wq = trans_b ? db->q.transpose() : db->q;  // (K, N)
@@ -396,6 +412,7 @@ std::optional<Tensor> quantized_matmul(NodeContext& n, const Tensor& a, const Te
   Tensor sw_kn = trans_b ? db->scale.transpose() : db->scale;
   std::optional<std::vector<double>> sw = per_channel(n, sw_kn.transpose().contiguous());
   if (!sa || !sw) return std::nullopt;
+  activation_as_uint8(da->q, neg_za);
   Tensor acc = matmul_u8s8(da->q, wq);
   if (neg_za != 0) acc = acc.add(wq.cast(dtypes::int32).sum({0}).mul(neg_za));
   std::vector<double> scale(static_cast<size_t>(cols));
@@ -414,7 +431,7 @@ std::optional<Tensor> quantized_max_pool(NodeContext& n, const Tensor& x, const 
     u = u->src[0];
   }
   auto dx = as_dequantized(Tensor(x.graph(), u));
-  if (!dx || dx->q.dtype() != dtypes::uint8 || n.is_const(dx->q) || !n.is_const(dx->scale))
+  if (!dx || !activation_type(dx->q.dtype()) || n.is_const(dx->q) || !n.is_const(dx->scale))
     return std::nullopt;
   std::optional<double> s = one_value(n, dx->scale);
   double neg_zp = 0;
@@ -425,7 +442,7 @@ std::optional<Tensor> quantized_max_pool(NodeContext& n, const Tensor& x, const 
   }
   if (!s || !(*s > 0) || dx->scale.dtype() != dtypes::float32) return std::nullopt;
   // Dequantizing is increasing (scale > 0), so it commutes with max; every window holds an
-  // input element, so padding with 0 (uint8's lowest) is padding with -inf.
+  // input element, so padding with the type's lowest (0, -128) is padding with -inf.
   Tensor v = max_pool(dx->q, p).cast(dtypes::int32);
   if (neg_zp != 0) v = v.add(neg_zp);
   Tensor y = v.cast(dtypes::float32).mul(*s);
