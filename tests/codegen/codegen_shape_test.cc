@@ -202,6 +202,19 @@ TEST(CodegenShape, ExpConvertsItsExponentAsAVector) {
   }
 }
 
+// A 64x256 uint8 activation times a constant 256x128 int8 weight, compiled to assembly for a CPU.
+Artifacts int8_matmul_for(Graph& g, const char* triple, const char* cpu) {
+  Tensor a = Tensor::input(g, "a", dtypes::uint8, {64, 256});
+  NDArray w(dtypes::int8, {256, 128});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = static_cast<uint8_t>(i * 37 % 251);
+  g.add_output("y", matmul_u8s8(a, Tensor::weight(g, "w", std::move(w))).uop());
+  CompileOptions o;
+  o.emit = Emit::Assembly;
+  TargetInfo t = TargetInfo::create({triple, cpu});
+  o.target = &t;
+  return compile(g, o);
+}
+
 // A uint8 x int8 matmul against a constant weight (a quantized layer) is an integer dot-product
 // kernel: vpdpbusd on the register width the CPU has it for (zmm with AVX-512 VNNI, ymm with
 // AVX-VNNI), and on a CPU with neither, plain integer code (pmaddwd) that computes the same
@@ -216,15 +229,7 @@ TEST(CodegenShape, IntegerMatmulsAreDotProductInstructions) {
                          {"znver3", "vpmaddwd"}};
   for (const DotCpu& c : cpus) {
     Graph g;
-    Tensor a = Tensor::input(g, "a", dtypes::uint8, {64, 256});
-    NDArray w(dtypes::int8, {256, 128});
-    for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = static_cast<uint8_t>(i * 37 % 251);
-    g.add_output("y", matmul_u8s8(a, Tensor::weight(g, "w", std::move(w))).uop());
-    CompileOptions o;
-    o.emit = Emit::Assembly;
-    TargetInfo t = TargetInfo::create({"x86_64-linux-gnu", c.name});
-    o.target = &t;
-    Artifacts art = compile(g, o);
+    Artifacts art = int8_matmul_for(g, "x86_64-linux-gnu", c.name);
     EXPECT_GE(count_matches(art.assembly, c.instruction), 8) << c.name;
     if (std::string(c.name) == "znver3") {
       EXPECT_EQ(count_matches(art.assembly, "vpdpbusd"), 0) << c.name;
@@ -238,15 +243,7 @@ TEST(CodegenShape, IntegerMatmulsAreDotProductInstructions) {
   // back with a second sdot); without (generic): none.
   for (const char* cpu : {"cortex-a76", "generic"}) {
     Graph g;
-    Tensor a = Tensor::input(g, "a", dtypes::uint8, {64, 256});
-    NDArray w(dtypes::int8, {256, 128});
-    for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = static_cast<uint8_t>(i * 37 % 251);
-    g.add_output("y", matmul_u8s8(a, Tensor::weight(g, "w", std::move(w))).uop());
-    CompileOptions o;
-    o.emit = Emit::Assembly;
-    TargetInfo t = TargetInfo::create({"aarch64-linux-gnu", cpu});
-    o.target = &t;
-    int sdots = count_matches(compile(g, o).assembly, "\\bsdot\\s");
+    int sdots = count_matches(int8_matmul_for(g, "aarch64-linux-gnu", cpu).assembly, "\\bsdot\\s");
     if (std::string(cpu) == "generic") {
       EXPECT_EQ(sdots, 0) << cpu;
     } else {

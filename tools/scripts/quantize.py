@@ -91,6 +91,21 @@ def activation_params(lo, hi):
     return np.float32(scale), np.uint8(zp)
 
 
+def replace_graph(model, nodes, new_inits, dropped, min_opset):
+    """The model's nodes replaced, the dropped initializers removed (unless still read), the new
+    ones added, the default domain's opset raised to min_opset."""
+    g = model.graph
+    still_used = {i for n in nodes for i in n.input}
+    kept = [t for t in g.initializer if t.name not in dropped or t.name in still_used]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.initializer[:]
+    g.initializer.extend(kept + new_inits)
+    for op in model.opset_import:
+        if op.domain in ("", "ai.onnx") and op.version < min_opset:
+            op.version = min_opset
+
+
 def quantize(model, ranges):
     g = model.graph
     inits = {t.name: t for t in g.initializer}
@@ -158,16 +173,8 @@ def quantize(model, ranges):
         for o in node.output:
             if o in qdq_for:
                 new_nodes += qdq_for[o]
-    still_used = {i for n in new_nodes for i in n.input}
-    kept = [t for t in g.initializer if t.name not in dropped or t.name in still_used]
-    del g.node[:]
-    g.node.extend(new_nodes)
-    del g.initializer[:]
-    g.initializer.extend(kept + new_inits)
     # QuantizeLinear with per-axis DequantizeLinear needs opset 13.
-    for op in model.opset_import:
-        if op.domain in ("", "ai.onnx") and op.version < 13:
-            op.version = 13
+    replace_graph(model, new_nodes, new_inits, dropped, 13)
     return model
 
 
@@ -227,15 +234,8 @@ def quantize_dynamic(model):
         if tail != out:
             new_nodes.append(helper.make_node("Add", [tail, node.input[2]], [out], name=f"{base}_Bias"))
         count += 1
-    still_used = {i for n in new_nodes for i in n.input}
-    kept = [t for t in g.initializer if t.name not in dropped or t.name in still_used]
-    del g.node[:]
-    g.node.extend(new_nodes)
-    del g.initializer[:]
-    g.initializer.extend(kept + new_inits)
-    for op in model.opset_import:  # DynamicQuantizeLinear and MatMulInteger: opset 11, 10
-        if op.domain in ("", "ai.onnx") and op.version < 11:
-            op.version = 11
+    # DynamicQuantizeLinear and MatMulInteger: opsets 11 and 10.
+    replace_graph(model, new_nodes, new_inits, dropped, 11)
     return model, count
 
 

@@ -352,37 +352,57 @@ bool activation_type(DType d) {
   return d == dtypes::uint8 || d == dtypes::int8;
 }
 
+// A dequantized activation's one scale and (negated) zero point, if both are constants.
+struct TensorQuant {
+  double scale = 1, neg_zp = 0;
+};
+std::optional<TensorQuant> tensor_quant(NodeContext& n, const Dequantized& d) {
+  if (!n.is_const(d.scale)) return std::nullopt;
+  std::optional<double> s = one_value(n, d.scale);
+  if (!s) return std::nullopt;
+  TensorQuant q{*s, 0};
+  if (d.neg_zp.valid()) {
+    std::optional<double> z = n.is_const(d.neg_zp) ? one_value(n, d.neg_zp) : std::nullopt;
+    if (!z) return std::nullopt;
+    q.neg_zp = *z;
+  }
+  return q;
+}
+
+// The float32 product of the activation's scale and each output channel's weight scale (the
+// factor that turns an integer accumulator into the float the QDQ graph computes).
+std::vector<double> combined_scale(double activation, const std::vector<double>& weight) {
+  std::vector<double> out;
+  for (double w : weight) out.push_back(static_cast<float>(activation) * static_cast<float>(w));
+  return out;
+}
+
+// A dequantized weight: constant int8 with zero point 0 (symmetric, as quantizers emit them).
+bool symmetric_int8_weight(NodeContext& n, const Dequantized& d) {
+  if (d.q.dtype() != dtypes::int8 || !n.is_const(d.q) || !n.is_const(d.scale)) return false;
+  if (!d.neg_zp.valid()) return true;
+  std::optional<double> z = n.is_const(d.neg_zp) ? one_value(n, d.neg_zp) : std::nullopt;
+  return z && *z == 0;
+}
+
 }  // namespace
 
 std::optional<Tensor> quantized_conv(NodeContext& n, const Tensor& x, const Tensor& w,
                                      const Tensor* bias, const ConvParams& p) {
   if (p.groups != 1 || x.ndim() != 4 || w.ndim() != 4) return std::nullopt;
   auto dx = as_dequantized(x), dw = as_dequantized(w);
-  if (!dx || !dw || !activation_type(dx->q.dtype()) || dw->q.dtype() != dtypes::int8 ||
-      n.is_const(dx->q) || !n.is_const(dw->q) || !n.is_const(dx->scale) || !n.is_const(dw->scale))
+  if (!dx || !dw || !activation_type(dx->q.dtype()) || n.is_const(dx->q) ||
+      !symmetric_int8_weight(n, *dw))
     return std::nullopt;
-  std::optional<double> sx = one_value(n, dx->scale);
-  double neg_zx = 0;
-  if (dx->neg_zp.valid()) {
-    std::optional<double> z = n.is_const(dx->neg_zp) ? one_value(n, dx->neg_zp) : std::nullopt;
-    if (!z) return std::nullopt;
-    neg_zx = *z;
-  }
+  std::optional<TensorQuant> qx = tensor_quant(n, *dx);
   std::optional<std::vector<double>> sw = per_channel(n, dw->scale);
-  if (!sx || !sw) return std::nullopt;
-  if (dw->neg_zp.valid()) {  // int8 weights are symmetric (zero point 0) as quantizers emit them
-    std::optional<double> zw = n.is_const(dw->neg_zp) ? one_value(n, dw->neg_zp) : std::nullopt;
-    if (!zw || *zw != 0) return std::nullopt;
-  }
-  activation_as_uint8(dx->q, neg_zx);
-  Tensor acc = conv_u8s8(dx->q, static_cast<int64_t>(-neg_zx), dw->q, p);
+  if (!qx || !sw) return std::nullopt;
+  activation_as_uint8(dx->q, qx->neg_zp);
+  Tensor acc = conv_u8s8(dx->q, static_cast<int64_t>(-qx->neg_zp), dw->q, p);
   int64_t co = w.dim(0);
-  std::vector<double> scale(static_cast<size_t>(co));
-  for (int64_t c = 0; c < co; ++c)
-    scale[static_cast<size_t>(c)] =
-        static_cast<float>(*sx) * static_cast<float>((*sw)[static_cast<size_t>(c)]);
-  Tensor y =
-      acc.cast(dtypes::float32).mul(n.constant(make_array(dtypes::float32, {1, co, 1, 1}, scale)));
+  Tensor y = acc.cast(dtypes::float32)
+                 .mul(n.constant(
+                     make_array(dtypes::float32, {1, co, 1, 1}, combined_scale(qx->scale, *sw))));
   if (bias) y = y.add(bias->reshape({1, co, 1, 1}));
   return y;
 }
@@ -391,35 +411,22 @@ std::optional<Tensor> quantized_matmul(NodeContext& n, const Tensor& a, const Te
                                        bool trans_b) {
   if (a.ndim() < 2 || b.ndim() != 2) return std::nullopt;
   auto da = as_dequantized(a), db = as_dequantized(b);
-  if (!da || !db || !activation_type(da->q.dtype()) || db->q.dtype() != dtypes::int8 ||
-      n.is_const(da->q) || !n.is_const(db->q) || !n.is_const(da->scale) || !n.is_const(db->scale))
+  if (!da || !db || !activation_type(da->q.dtype()) || n.is_const(da->q) ||
+      !symmetric_int8_weight(n, *db))
     return std::nullopt;
   Tensor wq = trans_b ? db->q.transpose() : db->q;  // (K, N)
   int64_t k = wq.dim(0), cols = wq.dim(1);
   if (k % kDotGroup != 0 || a.dim(-1) != k) return std::nullopt;
-  std::optional<double> sa = one_value(n, da->scale);
-  double neg_za = 0;
-  if (da->neg_zp.valid()) {
-    std::optional<double> z = n.is_const(da->neg_zp) ? one_value(n, da->neg_zp) : std::nullopt;
-    if (!z) return std::nullopt;
-    neg_za = *z;
-  }
-  if (db->neg_zp.valid()) {
-    std::optional<double> zw = n.is_const(db->neg_zp) ? one_value(n, db->neg_zp) : std::nullopt;
-    if (!zw || *zw != 0) return std::nullopt;
-  }
+  std::optional<TensorQuant> qa = tensor_quant(n, *da);
   // The weight's scale per output column: constant along K.
   Tensor sw_kn = trans_b ? db->scale.transpose() : db->scale;
-  std::optional<std::vector<double>> sw = per_channel(n, sw_kn.transpose().contiguous());
-  if (!sa || !sw) return std::nullopt;
-  activation_as_uint8(da->q, neg_za);
+  std::optional<std::vector<double>> sw = per_channel(n, sw_kn.transpose());
+  if (!qa || !sw) return std::nullopt;
+  activation_as_uint8(da->q, qa->neg_zp);
   Tensor acc = matmul_u8s8(da->q, wq);
-  if (neg_za != 0) acc = acc.add(wq.cast(dtypes::int32).sum({0}).mul(neg_za));
-  std::vector<double> scale(static_cast<size_t>(cols));
-  for (int64_t c = 0; c < cols; ++c)
-    scale[static_cast<size_t>(c)] =
-        static_cast<float>(*sa) * static_cast<float>((*sw)[static_cast<size_t>(c)]);
-  return acc.cast(dtypes::float32).mul(n.constant(make_array(dtypes::float32, {cols}, scale)));
+  if (qa->neg_zp != 0) acc = acc.add(wq.cast(dtypes::int32).sum({0}).mul(qa->neg_zp));
+  return acc.cast(dtypes::float32)
+      .mul(n.constant(make_array(dtypes::float32, {cols}, combined_scale(qa->scale, *sw))));
 }
 
 std::optional<Tensor> quantized_max_pool(NodeContext& n, const Tensor& x, const PoolParams& p) {
@@ -431,21 +438,14 @@ std::optional<Tensor> quantized_max_pool(NodeContext& n, const Tensor& x, const 
     u = u->src[0];
   }
   auto dx = as_dequantized(Tensor(x.graph(), u));
-  if (!dx || !activation_type(dx->q.dtype()) || n.is_const(dx->q) || !n.is_const(dx->scale))
-    return std::nullopt;
-  std::optional<double> s = one_value(n, dx->scale);
-  double neg_zp = 0;
-  if (dx->neg_zp.valid()) {
-    std::optional<double> z = n.is_const(dx->neg_zp) ? one_value(n, dx->neg_zp) : std::nullopt;
-    if (!z) return std::nullopt;
-    neg_zp = *z;
-  }
-  if (!s || !(*s > 0) || dx->scale.dtype() != dtypes::float32) return std::nullopt;
+  if (!dx || !activation_type(dx->q.dtype()) || n.is_const(dx->q)) return std::nullopt;
+  std::optional<TensorQuant> q = tensor_quant(n, *dx);
+  if (!q || !(q->scale > 0) || dx->scale.dtype() != dtypes::float32) return std::nullopt;
   // Dequantizing is increasing (scale > 0), so it commutes with max; every window holds an
   // input element, so padding with the type's lowest (0, -128) is padding with -inf.
   Tensor v = max_pool(dx->q, p).cast(dtypes::int32);
-  if (neg_zp != 0) v = v.add(neg_zp);
-  Tensor y = v.cast(dtypes::float32).mul(*s);
+  if (q->neg_zp != 0) v = v.add(q->neg_zp);
+  Tensor y = v.cast(dtypes::float32).mul(q->scale);
   return relu ? y.maximum(0.0) : y;
 }
 
