@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "compiler/ir/const_eval.h"
+#include "compiler/ir/dot_product.h"
 #include "compiler/ir/rewrite.h"
 #include "compiler/ir/symbolic.h"
 #include "compiler/ir/verify.h"
@@ -591,7 +592,7 @@ class Expander {
       return nullptr;
     std::vector<const UOp*> us, ss;  // the uint8 and the int8 factor of each copy
     for (const UOp* c : copies) {
-      auto [u, s] = byte_factors(c);
+      auto [u, s] = byte_product_factors(c);
       if (!u) return nullptr;
       us.push_back(u);
       ss.push_back(s);
@@ -607,22 +608,6 @@ class Expander {
     std::vector<const UOp*> src = {body, acc};
     src.insert(src.end(), loops.begin(), loops.end());
     return ctx_->make(Op::REDUCE, acc->dtype, src, Op::ADD);
-  }
-
-  // (u, s) if `p` is CAST_int32(u) * CAST_int32(s) (either order) with u uint8 and s int8;
-  // (nullptr, nullptr) otherwise.
-  static std::pair<const UOp*, const UOp*> byte_factors(const UOp* p) {
-    if (p->op != Op::MUL) return {nullptr, nullptr};
-    auto widened = [](const UOp* x, DType from) {
-      return x->op == Op::CAST && x->dtype == dtypes::int32 && x->src[0]->dtype == from ? x->src[0]
-                                                                                        : nullptr;
-    };
-    for (int i = 0; i < 2; ++i) {
-      const UOp* u = widened(p->src[static_cast<size_t>(i)], dtypes::uint8);
-      const UOp* s = widened(p->src[static_cast<size_t>(1 - i)], dtypes::int8);
-      if (u && s) return {u, s};
-    }
-    return {nullptr, nullptr};
   }
 
   // Four values in layout m as one vector of 4 x lanes(m): lane 4l + j is value j's lane l. Four

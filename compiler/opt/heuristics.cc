@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compiler/ir/dot_product.h"
 #include "compiler/ir/rewrite.h"
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
@@ -15,18 +16,10 @@ bool is_contraction_kernel(const UOp* ast) {
 }
 
 bool is_dot_contraction(const UOp* ast) {
-  auto widened = [](const UOp* x, DType from) {
-    return x->op == Op::CAST && x->dtype == dtypes::int32 && x->src[0]->dtype == from;
-  };
-  for (const UOp* u : ast->toposort()) {
-    if (u->op != Op::REDUCE || u->op_arg() != Op::ADD || u->dtype != dtypes::int32) continue;
-    const UOp* m = u->src[0];
-    if (m->op != Op::MUL) continue;
-    for (int i = 0; i < 2; ++i)
-      if (widened(m->src[static_cast<size_t>(i)], dtypes::uint8) &&
-          widened(m->src[static_cast<size_t>(1 - i)], dtypes::int8))
-        return true;
-  }
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::REDUCE && u->op_arg() == Op::ADD && u->dtype == dtypes::int32 &&
+        byte_product_factors(u->src[0]).first)
+      return true;
   return false;
 }
 
@@ -388,11 +381,11 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   // A contraction's lanes are its accumulators, whatever it stores (an int8 dot-product kernel's
   // int32s; a quantized depthwise layer's float32s, stored as uint8: with the store's width it
   // took 4 lanes of 64 and ran 6x slower than the float layer).
-  if (is_contraction_kernel(ast))
+  bool contraction = is_contraction_kernel(ast);
+  if (contraction)
     for (const UOp* u : ast->toposort())
       if (u->op == Op::REDUCE) item = std::max(item, u->dtype.itemsize());
   int64_t width = std::max<int64_t>(1, t.vector_bytes / item);
-  bool contraction = is_contraction_kernel(ast);
 
   int64_t work = 1;
   for (const UOp* r : kr.loops) work *= size_of(r);

@@ -39,6 +39,15 @@ Artifacts assembly_for(Graph& g, const Cpu& c, OptLevel level = OptLevel::Tiles)
   return compile(g, o);
 }
 
+// A constant float32 weight of `shape` holding step x (i % period) (values need not be real).
+Tensor ramp_weight(Graph& g, const std::string& name, const Shape& shape, double step,
+                   int64_t period) {
+  NDArray w(dtypes::float32, shape);
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.set(i, ConstValue::of_float(step * static_cast<double>(i % period)));
+  return Tensor::weight(g, name, std::move(w));
+}
+
 int count_matches(const std::string& text, const std::string& re) {
   std::regex r(re);
   return static_cast<int>(
@@ -123,9 +132,7 @@ TEST(CodegenShape, DepthwiseRowsAreVectorLoadsNotLaneInserts) {
     for (int64_t stride : {1, 2}) {
       Graph g;
       Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 28, 56 * stride});
-      NDArray w(dtypes::float32, {16, 1, 3, 3});
-      for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(0.1 * (i % 5)));
-      Tensor dw = Tensor::weight(g, "dw", std::move(w));
+      Tensor dw = ramp_weight(g, "dw", {16, 1, 3, 3}, 0.1, 5);
       g.add_output("y",
                    conv(x, dw, nullptr, {{stride, stride}, {{1, 1}, {1, 1}}, {1, 1}, 16}).uop());
       Artifacts a = assembly_for(g, c);
@@ -154,9 +161,7 @@ TEST(CodegenShape, SmallMapWindowsAccumulateInWholeVectors) {
   for (const Cpu& c : kCpus) {
     Graph g;
     Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 7, 7});
-    NDArray w(dtypes::float32, {32, 1, 5, 5});
-    for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(0.1 * (i % 7)));
-    g.add_output("y", conv(x, Tensor::weight(g, "w", std::move(w)), nullptr,
+    g.add_output("y", conv(x, ramp_weight(g, "w", {32, 1, 5, 5}, 0.1, 7), nullptr,
                            {{1, 1}, {{2, 2}, {2, 2}}, {1, 1}, 32})
                           .uop());
     Artifacts a = assembly_for(g, c);
@@ -174,9 +179,7 @@ TEST(CodegenShape, AStemConvolutionStoresWholeVectorsAlongItsPositions) {
   for (const Cpu& c : kCpus) {
     Graph g;
     Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 3, 63, 63});
-    NDArray w(dtypes::float32, {64, 3, 3, 3});
-    for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(0.1 * (i % 7)));
-    g.add_output("y", conv(x, Tensor::weight(g, "w", std::move(w)), nullptr,
+    g.add_output("y", conv(x, ramp_weight(g, "w", {64, 3, 3, 3}, 0.1, 7), nullptr,
                            {{2, 2}, {{0, 0}, {0, 0}}, {1, 1}, 1})
                           .uop());
     Artifacts a = assembly_for(g, c);
@@ -333,10 +336,7 @@ TEST(CodegenShape, APaddedRowOfADepthwiseWindowIsOneMaskedLoad) {
   for (const Cpu& c : kCpus) {
     Graph g;
     Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 14, 14});
-    NDArray w(dtypes::float32, {32, 1, 5, 5});
-    for (int64_t i = 0; i < w.numel(); ++i)
-      w.set(i, ConstValue::of_float(0.01 * static_cast<double>(i % 17)));
-    Tensor dw = Tensor::weight(g, "dw", std::move(w));
+    Tensor dw = ramp_weight(g, "dw", {32, 1, 5, 5}, 0.01, 17);
     g.add_output("y", conv(x, dw, nullptr, {{1, 1}, {{2, 2}, {2, 2}}, {1, 1}, 32}).uop());
     std::string s = assembly_for(g, c).assembly;
     EXPECT_EQ(count_matches(s, "vinsertps"), 0) << c.name;
