@@ -27,7 +27,25 @@ Tensor packed_in_panels(const Tensor& w, int64_t axis) {
   std::vector<int64_t> back(to_panels.size());
   for (size_t j = 0; j < to_panels.size(); ++j)
     back[static_cast<size_t>(to_panels[j])] = static_cast<int64_t>(j);
-  return w.reshape(split).permute(to_panels).contiguous().permute(back).reshape(w.shape());
+  Tensor panels = w.reshape(split).permute(to_panels);
+  // A tile streams several panels at once, one vector from each per reduction step. When the
+  // panel stride is a multiple of 4 KiB those streams share an L1 set (8 ways) and evict each
+  // other before a line's second vector is read (an LSTM step's 128 x 512 weight ran at a third
+  // of the speed of the 96 x 384 one); a 64-byte skew per panel spreads them over the sets.
+  int64_t rows = w.numel() / w.dim(axis);
+  int64_t row_bytes = kWeightPanel * w.dtype().itemsize();
+  if (rows * row_bytes % kSetAliasBytes == 0 && kCacheLineBytes % row_bytes == 0) {
+    Shape stored = panels.shape();
+    int64_t skew = kCacheLineBytes / row_bytes;
+    Tensor flat = panels.reshape({w.dim(axis) / kWeightPanel, rows, kWeightPanel});
+    panels = flat.pad({{0, 0}, {0, skew}, {0, 0}})
+                 .contiguous()
+                 .shrink({{0, w.dim(axis) / kWeightPanel}, {0, rows}, {0, kWeightPanel}})
+                 .reshape(stored);
+  } else {
+    panels = panels.contiguous();
+  }
+  return panels.permute(back).reshape(w.shape());
 }
 
 Tensor materialized(const Tensor& t) {

@@ -10,12 +10,17 @@
 namespace kiln {
 
 inline constexpr int64_t kWeightPanel = 8;
+// Panels whose stride is a multiple of kSetAliasBytes are stored kCacheLineBytes apart more
+// (see packed_in_panels).
+inline constexpr int64_t kSetAliasBytes = 4096;
+inline constexpr int64_t kCacheLineBytes = 64;
 
 // True if the tensor's value is known at compile time (only weights and constants below it).
 bool is_constant(const Tensor& t);
 
 // `w` stored as (dim(axis) / kWeightPanel, the other axes in order, kWeightPanel) and read back
-// with w's shape. Requires dim(axis) to be a multiple of kWeightPanel.
+// with w's shape. Requires dim(axis) to be a multiple of kWeightPanel. A panel stride that is a
+// multiple of 4 KiB gets one cache line of padding per panel (not part of the view).
 Tensor packed_in_panels(const Tensor& w, int64_t axis);
 
 // t itself if it is a buffer (a model input, a weight) or a reshape of one, else t materialized

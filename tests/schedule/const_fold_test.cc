@@ -82,6 +82,21 @@ TEST(ConstFold, AWidenedInt8WeightStaysBytes) {
   EXPECT_EQ(widened, 1);
 }
 
+// A weight packed in panels whose stride is a multiple of 4 KiB (K = 128 rows of 8 floats) is
+// stored one cache line further apart per panel, so a tile's panel streams do not share an L1
+// set; the view still reads the weight (outputs unchanged). K = 96 needs no skew.
+TEST(ConstFold, APanelStrideOfFourKiBIsSkewedByACacheLine) {
+  for (int64_t k : {128, 96}) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {2, k});
+    g.add_output("y", matmul(x, Tensor::weight(g, "w", ramp({k, 32}, 0.01))).uop());
+    ConstFoldStats s = fold_and_check(g);
+    EXPECT_EQ(s.folded, 1) << k;
+    int64_t skew_rows = k == 128 ? 2 : 0;  // 2 rows of 8 floats = 64 bytes
+    EXPECT_EQ(s.folded_bytes, 4 * (k + skew_rows) * 8 * 4) << k;
+  }
+}
+
 // The product of two weight matrices computes n^3 elements for 2n^2 read (160^3 here, past the
 // 2^22 elements any fold may compute): folding it would make
 // compile time grow with the cube of the model (fuzz_graph_file found a 1024^2 pair that took
