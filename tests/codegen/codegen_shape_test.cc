@@ -348,6 +348,26 @@ TEST(CodegenShape, APaddedRowOfADepthwiseWindowIsOneMaskedLoad) {
   }
 }
 
+// A stride-2 pooling row of 55 outputs in whole vectors (squeezenet's first max pool): each
+// lane's gate is the row bound, so the lanes were loaded one by one with a select per address;
+// they are masked contiguous loads of the row's span and a shuffle that picks every second.
+TEST(CodegenShape, AStrideTwoRowPaddedToWholeVectorsIsMaskedLoadsAndAShuffle) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 8, 111, 111});
+    g.add_output("y", max_pool(x, {{3, 3}, {2, 2}, {}, {}, true, false}).uop());
+    std::string s = assembly_for(g, c).assembly;
+    EXPECT_EQ(count_matches(s, "vinsertps"), 0) << c.name;
+    EXPECT_EQ(count_matches(s, "vmovss"), 0) << c.name;
+    if (c.vector_bytes == 32) {
+      EXPECT_GE(count_matches(s, "vmaskmovps\\s+[^\\n]*\\(%"), 2) << c.name;
+    } else {
+      EXPECT_GE(count_matches(s, "vmovups\\s+[^\\n]*\\), %zmm[0-9]+ \\{%k[1-7]\\}"), 2) << c.name;
+      EXPECT_GE(count_matches(s, "vpermt2ps|vpermi2ps"), 1) << c.name;
+    }
+  }
+}
+
 TEST(CodegenShape, OptLevelsDiffer) {
   for (const Cpu& c : kCpus) {
     std::vector<std::vector<Opt>> opts;
