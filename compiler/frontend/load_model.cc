@@ -12,6 +12,7 @@ namespace kiln {
 void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
   std::string ext = std::filesystem::path(path).extension().string();
   if (!std::filesystem::exists(path)) throw Error("model file '" + path + "' does not exist");
+  g.lowering() = opts.lowering;
   if (ext == ".kg") {
     if (!opts.dims.empty())
       throw OptionError(Option::DimParam, "dim parameters are ONNX's; graph files have none");

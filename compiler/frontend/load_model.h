@@ -14,6 +14,7 @@ struct ModelOptions {
   std::map<std::string, Shape> shapes;    // input shapes by name
   std::map<std::string, int64_t> dims;    // values of ONNX dim parameters by name
   std::map<std::string, NDArray> frozen;  // ONNX inputs made constants, with their values
+  LoweringOptions lowering;               // the tensor layer's choices (Winograd convolutions)
 };
 
 void load_model(const std::string& path, Graph& g, const ModelOptions& opts);

@@ -24,11 +24,20 @@ struct GraphOutput {
   const UOp* node;
 };
 
+// Choices the tensor layer makes while an importer builds the graph (set before importing).
+struct LoweringOptions {
+  // Stride-1 3x3 convolutions with enough channels and tiles as Winograd F(4x4, 3x3): fewer
+  // multiplies, weights 4x larger in the package (compiler/tensor/winograd.h).
+  bool winograd = true;
+};
+
 class Graph {
  public:
   Graph() : ctx_(std::make_unique<Context>()) {}
 
   Context& ctx() { return *ctx_; }
+  LoweringOptions& lowering() { return lowering_; }
+  const LoweringOptions& lowering() const { return lowering_; }
 
   // A new model input. Throws kiln::Error if the name is taken.
   const UOp* add_input(const std::string& name, DType dtype, const Shape& shape);
@@ -70,6 +79,7 @@ class Graph {
   bool name_taken(const std::string& name) const;
 
   std::unique_ptr<Context> ctx_;
+  LoweringOptions lowering_;
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;
   std::map<int64_t, NDArray> weights_;

@@ -7,6 +7,7 @@
 #include "compiler/support/error.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/weight_layout.h"
+#include "compiler/tensor/winograd.h"
 
 namespace kiln {
 
@@ -71,6 +72,15 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
     if (dil[j] * (kernel[j] - 1) + 1 > xp.dim(static_cast<int64_t>(2 + j)))
       throw Error(str_cat("conv: kernel ", shape_str(kernel), " is larger than the padded input ",
                           shape_str(xp.shape())));
+  if (winograd_pays(x, w, g, stride, dil, pads)) {
+    Tensor r = winograd_conv3x3(xp, w);
+    if (bias) {
+      if (bias->ndim() != 1 || bias->dim(0) != co)
+        throw Error(str_cat("conv: bias ", shape_str(bias->shape()), " for ", co, " channels"));
+      r = r.add(bias->reshape({1, co, 1, 1}));
+    }
+    return r;
+  }
   Tensor xw = xp.window(kernel, stride, dil);  // (N, C, *o, *k)
   Shape out_sp(xw.shape().begin() + 2, xw.shape().begin() + 2 + nsp);
   // (N, C, *o, *k) -> (N, g, C/g, *o, *k) -> (N, g, *o, C/g, *k) -> (N, g, 1, *o, C/g, *k)

@@ -49,6 +49,8 @@ std::string usage() {
          "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
          "kiln-dump)\n"
          "  --explain-fusion         log every fusion decision\n"
+         "  --no-winograd            direct 3x3 convolutions only (Winograd's transformed weights\n"
+         "                           are 4x larger: a smaller package, slower 3x3 layers)\n"
          "  --embed-data             --emit static-lib: put the package in the archive as a C "
          "array\n"
          "  --embed-selftest         compile: store inputs (--input files, or seeded random "
@@ -197,6 +199,8 @@ Args parse_args(int argc, char** argv) {
       c.embed_selftest = true;
     else if (s == "--embed-data")
       c.embed_package = true;
+    else if (s == "--no-winograd")
+      c.model.lowering.winograd = false;
     else if (s == "--time-passes")
       a.time_passes = true;
     else if (s == "--quiet")

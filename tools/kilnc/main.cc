@@ -40,6 +40,7 @@ std::vector<std::string> provenance_flags(const Args& a,
     f.push_back("--dim=" + param + "=" + std::to_string(n));
   f.insert(f.end(), a.frozen_flags.begin(), a.frozen_flags.end());
   if (a.compile.emit == kiln::Emit::StaticLibrary) f.push_back("--emit=static-lib");
+  if (!a.compile.model.lowering.winograd) f.push_back("--no-winograd");
   return f;
 }
 

@@ -1,0 +1,149 @@
+#include "compiler/tensor/winograd.h"
+
+#include "compiler/tensor/eager.h"
+#include "compiler/tensor/linalg.h"
+#include "compiler/tensor/weight_layout.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kIn = kWinogradTile + 2;  // input tile edge: 6
+constexpr int64_t kPoints = kIn * kIn;      // GEMMs: 36
+
+// F(4, 3) with the interpolation points 0, ±1, ±2, ∞ (Lavin & Gray).
+const double kBT[kIn * kIn] = {
+    4, 0,  -5, 0,  1, 0,  //
+    0, -4, -4, 1,  1, 0,  //
+    0, 4,  -4, -1, 1, 0,  //
+    0, -2, -1, 2,  1, 0,  //
+    0, 2,  -1, -2, 1, 0,  //
+    0, 4,  0,  -5, 0, 1,
+};
+const double kG[kIn * 3] = {
+    1.0 / 4,  0,         0,         //
+    -1.0 / 6, -1.0 / 6,  -1.0 / 6,  //
+    -1.0 / 6, 1.0 / 6,   -1.0 / 6,  //
+    1.0 / 24, 1.0 / 12,  1.0 / 6,   //
+    1.0 / 24, -1.0 / 12, 1.0 / 6,   //
+    0,        0,         1,
+};
+const double kAT[kWinogradTile * kIn] = {
+    1, 1, 1,  1, 1,  0,  //
+    0, 1, -1, 2, -2, 0,  //
+    0, 1, 1,  4, 4,  0,  //
+    0, 1, -1, 8, -8, 1,
+};
+
+Tensor matrix(Graph& g, const char* name, const double* v, int64_t rows, int64_t cols) {
+  NDArray a(dtypes::float32, {rows, cols});
+  for (int64_t i = 0; i < rows * cols; ++i) a.set(i, ConstValue::of_float(v[i]));
+  return Tensor::weight(g, g.fresh_name(name), std::move(a));
+}
+
+// G w Gᵀ for every (K, C) filter of the constant w, rounded to float32 once.
+NDArray transformed_weight(const Graph& g, const Tensor& w) {
+  EagerEvaluator ev(g);
+  const NDArray& wv = ev.eval(w.uop());
+  int64_t filters = w.dim(0) * w.dim(1);
+  NDArray u(dtypes::float32, {w.dim(0), w.dim(1), kIn, kIn});
+  for (int64_t f = 0; f < filters; ++f) {
+    double gw[kIn][3];  // G w
+    for (int64_t a = 0; a < kIn; ++a)
+      for (int64_t j = 0; j < 3; ++j) {
+        double s = 0;
+        for (int64_t i = 0; i < 3; ++i) s += kG[a * 3 + i] * wv.get(f * 9 + i * 3 + j).f;
+        gw[a][j] = s;
+      }
+    for (int64_t a = 0; a < kIn; ++a)
+      for (int64_t b = 0; b < kIn; ++b) {
+        double s = 0;
+        for (int64_t j = 0; j < 3; ++j) s += gw[a][j] * kG[b * 3 + j];
+        u.set((f * kIn + a) * kIn + b, ConstValue::of_float(s));
+      }
+  }
+  return u;
+}
+
+int64_t tiles(int64_t n) {
+  return (n + kWinogradTile - 1) / kWinogradTile;
+}
+
+bool all_ones(const std::vector<int64_t>& v) {
+  for (int64_t s : v)
+    if (s != 1) return false;
+  return true;
+}
+
+}  // namespace
+
+bool winograd_pays(const Tensor& x, const Tensor& w, int64_t groups,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                   const std::vector<std::pair<int64_t, int64_t>>& pads) {
+  if (!x.graph()->lowering().winograd) return false;
+  if (x.ndim() != 4 || w.ndim() != 4 || groups != 1 || x.dtype() != dtypes::float32 ||
+      w.dtype() != dtypes::float32 || w.dim(2) != 3 || w.dim(3) != 3 || !all_ones(stride) ||
+      !all_ones(dilation) || !is_constant(w))
+    return false;
+  int64_t h = x.dim(2) - 2, wd = x.dim(3) - 2;
+  if (pads.size() == 2) {
+    h += pads[0].first + pads[0].second;
+    wd += pads[1].first + pads[1].second;
+  }
+  int64_t c = x.dim(1), k = w.dim(0);
+  // The GEMMs have P = N * tiles rows: below 4x4 tiles (a 14x14 map) a GEMM row reuses each
+  // transformed weight too few times for its 4x size to pay (a 7x7 layer's weights are read
+  // once per run). Per tile the GEMMs save 216 C K of the direct convolution's 288 C K
+  // multiply-adds while the memory-bound transforms move 36 (C + K) values through memory:
+  // measured on single layers (docs/performance.md), that pays from C K / (C + K) >= 12.5
+  // (64 -> 16 channels: 0.81x the direct time at 56x56; 48 -> 16 at 96x128: 1.5x; 16 -> 16
+  // 1.03x).
+  return k % kWeightPanel == 0 && 2 * c * k >= 25 * (c + k) &&
+         x.dim(0) * tiles(h) * tiles(wd) >= 16;
+}
+
+Tensor winograd_conv3x3(const Tensor& xp, const Tensor& w) {
+  Graph& g = *xp.graph();
+  int64_t n = xp.dim(0), c = xp.dim(1), k = w.dim(0);
+  int64_t h = xp.dim(2) - 2, wd = xp.dim(3) - 2;
+  int64_t th = tiles(h), tw = tiles(wd);
+  // A short GEMM (P < 128 rows) gets extra tile columns (of zeros, cut off at the end) until P
+  // is a multiple of 8, so that its row tile never straddles the end: 49 rows, the last tile's
+  // rows gated, spilled the clamped broadcasts (48 GFLOP/s; 56 rows ran at 90). A long one
+  // keeps its count (196 rows ran at 100 GFLOP/s; 224 would add 14% of the work).
+  while (n * th * tw < 128 && (n * th * tw) % 8 != 0 && tw < tiles(wd) + 8) ++tw;
+  int64_t p = n * th * tw;
+  // Whole tiles: the input padded with zeros at the end (the extra outputs are cut off).
+  Tensor xq = xp.pad({{0, 0},
+                      {0, 0},
+                      {0, th * kWinogradTile + 2 - xp.dim(2)},
+                      {0, tw * kWinogradTile + 2 - xp.dim(3)}});
+  // Stored once: each input element is read by 2.25 overlapping tiles, and an input computed
+  // inline (a U-Net decoder's Resize and Concat) would be recomputed that many times.
+  xq = materialized(xq);
+  Tensor d = xq.window({kIn, kIn}, {kWinogradTile, kWinogradTile}, {1, 1});  // (N, C, th, tw, 6, 6)
+  Tensor bt = matrix(g, "winograd_bt", kBT, kIn, kIn);
+  // Bᵀ d, stored with the tiles innermost (N, C, a, j, th, tw): the second transform then runs
+  // along all tiles of a channel as one contiguous stream (th and tw merge), and the first
+  // along tw (its input 4 apart: a strided load). Viewed back as (N, C, th, tw, a, j).
+  Tensor t1 = matmul(bt, d).permute({0, 1, 4, 5, 2, 3}).contiguous().permute({0, 1, 4, 5, 2, 3});
+  Tensor v = matmul(t1, bt.transpose(0, 1));  // (N, C, th, tw, a, b)
+  // Each point's GEMM operand (P, C), stored as (a, b, C, P): the transform writes along P;
+  // the GEMM broadcasts its elements one at a time either way.
+  Tensor vs = v.permute({4, 5, 1, 0, 2, 3}).reshape({kPoints, c, p}).contiguous().transpose(-1, -2);
+  // U = G w Gᵀ (K, C, 6, 6) computed here (in double, once), stored as (a, b, C, K) in panels
+  // along K by constant folding.
+  Tensor u = Tensor::weight(g, g.fresh_name("winograd_u"), transformed_weight(g, w));
+  Tensor us = packed_in_panels(u.permute({2, 3, 1, 0}).reshape({kPoints, c, k}), 2);
+  Tensor m = matmul(vs, us);  // (36, P, K)
+  // (a, b, N, th, tw, K) -> (N, K, th, tw, a, b), then Aᵀ M A per tile.
+  Tensor mt = m.reshape({kIn, kIn, n, th, tw, k}).permute({2, 5, 3, 4, 0, 1});
+  Tensor at = matrix(g, "winograd_at", kAT, kWinogradTile, kIn);
+  Tensor y = matmul(matmul(at, mt), at.transpose(0, 1));  // (N, K, th, tw, 4, 4)
+  y = y.permute({0, 1, 2, 4, 3, 5}).reshape({n, k, th * kWinogradTile, tw * kWinogradTile});
+  if (th * kWinogradTile != h || tw * kWinogradTile != wd)
+    y = y.shrink({{0, n}, {0, k}, {0, h}, {0, wd}});
+  return y;
+}
+
+}  // namespace kiln

@@ -1,0 +1,101 @@
+// Winograd F(4x4, 3x3) convolutions (compiler/tensor/winograd.h): taken only where the cost rule
+// says, and equal to the direct convolution within float32 rounding, eagerly and as the planned
+// kernels (interpreted).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "compiler/driver/compile.h"
+#include "compiler/schedule/interpreter.h"
+#include "compiler/tensor/eager.h"
+#include "compiler/tensor/nn.h"
+#include "compiler/tensor/winograd.h"
+#include "tests/schedule/plan_util.h"
+
+namespace kiln {
+namespace {
+
+struct Case {
+  Shape x;  // (N, C, H, W)
+  int64_t k;
+  std::vector<std::pair<int64_t, int64_t>> pads;
+};
+
+NDArray random_weight(const Shape& s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  NDArray a(dtypes::float32, s);
+  for (int64_t i = 0; i < a.numel(); ++i) a.set(i, ConstValue::of_float(u(rng)));
+  return a;
+}
+
+// conv(x, w) + bias for the case, with Winograd allowed or not.
+void build(Graph& g, const Case& c, bool winograd) {
+  g.lowering().winograd = winograd;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, c.x);
+  Tensor w = Tensor::weight(g, "w", random_weight({c.k, c.x[1], 3, 3}, 7));
+  Tensor b = Tensor::weight(g, "b", random_weight({c.k}, 8));
+  g.add_output("y", conv(x, w, &b, {{1, 1}, c.pads, {1, 1}, 1}).uop());
+}
+
+bool uses_winograd(const Graph& g) {
+  for (const UOp* w : g.weight_nodes())
+    if (w->buffer().name.rfind("winograd_u", 0) == 0) return true;
+  return false;
+}
+
+// Odd map sizes (tiles cut off at the end), asymmetric padding, a batch of 2, few output
+// channels: the transformed convolution equals the direct one within 1e-5 of the largest
+// output, in the eager evaluator and in the planned kernels.
+TEST(Winograd, MatchesTheDirectConvolution) {
+  const Case cases[] = {
+      {{1, 32, 14, 14}, 32, {{1, 1}, {1, 1}}},
+      {{2, 24, 13, 17}, 40, {{1, 1}, {0, 2}}},
+      {{1, 64, 28, 28}, 16, {}},
+  };
+  for (const Case& c : cases) {
+    Graph direct, wino;
+    build(direct, c, false);
+    build(wino, c, true);
+    ASSERT_FALSE(uses_winograd(direct));
+    ASSERT_TRUE(uses_winograd(wino)) << shape_str(c.x);
+    auto inputs = testing::random_inputs(direct, 3);
+    NDArray want = EagerEvaluator(direct, inputs).eval(direct.outputs()[0].node);
+    NDArray eager = EagerEvaluator(wino, inputs).eval(wino.outputs()[0].node);
+    EXPECT_TRUE(testing::arrays_close(want, eager, 1e-5)) << shape_str(c.x);
+    Plan p = plan_graph(wino, {});
+    EXPECT_TRUE(testing::arrays_close(want, interpret(p, wino, inputs).at("y"), 1e-5))
+        << shape_str(c.x);
+  }
+}
+
+TEST(Winograd, IsTakenOnlyWhereItPays) {
+  auto taken = [](const Shape& x, int64_t k, std::vector<int64_t> stride,
+                  std::vector<int64_t> dilation, int64_t kernel, bool constant) {
+    Graph g;
+    Tensor in = Tensor::input(g, "x", dtypes::float32, x);
+    Shape ws = {k, x[1], kernel, kernel};
+    Tensor w = constant ? Tensor::weight(g, "w", random_weight(ws, 1))
+                        : Tensor::input(g, "w", dtypes::float32, ws);
+    return winograd_pays(in, w, 1, stride, dilation, {{1, 1}, {1, 1}});
+  };
+  EXPECT_TRUE(taken({1, 64, 28, 28}, 64, {}, {}, 3, true));
+  EXPECT_TRUE(taken({1, 64, 56, 56}, 16, {1, 1}, {1, 1}, 3, true));  // C K / (C + K) = 12.8
+  EXPECT_TRUE(taken({1, 256, 14, 14}, 256, {}, {}, 3, true));        // 4x4 tiles
+  EXPECT_FALSE(taken({1, 512, 7, 7}, 512, {}, {}, 3, true));         // 2x2 tiles
+  EXPECT_FALSE(taken({1, 16, 56, 56}, 16, {}, {}, 3, true));         // too few channels
+  EXPECT_FALSE(taken({1, 48, 96, 128}, 16, {}, {}, 3, true));        // C K / (C + K) = 12
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {2, 2}, {}, 3, true));     // stride 2
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {2, 2}, 3, true));     // dilated
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 1, true));         // 1x1
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 3, false));        // weight at run time
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 60, {}, {}, 3, true));         // K not in panels of 8
+  Graph off;
+  off.lowering().winograd = false;  // kilnc --no-winograd
+  Tensor in = Tensor::input(off, "x", dtypes::float32, {1, 64, 28, 28});
+  Tensor w = Tensor::weight(off, "w", random_weight({64, 64, 3, 3}, 1));
+  EXPECT_FALSE(winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}}));
+}
+
+}  // namespace
+}  // namespace kiln
