@@ -139,7 +139,11 @@ Tensor winograd_conv3x3(const Tensor& xp, const Tensor& w) {
   // (a, b, N, th, tw, K) -> (N, K, th, tw, a, b), then Aᵀ M A per tile.
   Tensor mt = m.reshape({kIn, kIn, n, th, tw, k}).permute({2, 5, 3, 4, 0, 1});
   Tensor at = matrix(g, "winograd_at", kAT, kWinogradTile, kIn);
-  Tensor y = matmul(matmul(at, mt), at.transpose(0, 1));  // (N, K, th, tw, 4, 4)
+  // Aᵀ M stored with K innermost (N, th, tw, 4, 6, K), as M is: the final kernel (· A and the
+  // epilogue) then has K as a clean vector axis, shared with a downsample convolution fused
+  // beside it (whose weights are packed along K).
+  Tensor y1 = matmul(at, mt).permute({0, 2, 3, 4, 5, 1}).contiguous().permute({0, 5, 1, 2, 3, 4});
+  Tensor y = matmul(y1, at.transpose(0, 1));  // (N, K, th, tw, 4, 4)
   y = y.permute({0, 1, 2, 4, 3, 5}).reshape({n, k, th * kWinogradTile, tw * kWinogradTile});
   if (th * kWinogradTile != h || tw * kWinogradTile != wd)
     y = y.shrink({{0, n}, {0, k}, {0, h}, {0, wd}});
