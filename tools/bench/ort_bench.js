@@ -75,7 +75,11 @@ async function main() {
   writeNpy(outFile, out[session.outputNames[0]]);
 }
 
-main().catch((e) => {
-  console.error(`ort_bench: ${e.message}`);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(`ort_bench: ${e.message}`);
+    process.exit(1);
+  });
+}
+
+module.exports = { readNpy };  // for tools/bench/ort_profile.js
