@@ -98,6 +98,9 @@ bool winograd_pays(const Tensor& x, const Tensor& w, int64_t groups,
   // measured on single layers (docs/performance.md), that pays from C K / (C + K) >= 12.5
   // (64 -> 16 channels: 0.81x the direct time at 56x56; 48 -> 16 at 96x128: 1.5x; 16 -> 16
   // 1.03x).
+  // The transformed weight (36 floats per filter) is at most 64 MiB: a 1024 -> 1024 layer's
+  // would be 151 MB of package and of compile-time memory for one layer.
+  if (kPoints * c * k * 4 > (int64_t{64} << 20)) return false;
   return k % kWeightPanel == 0 && 2 * c * k >= 25 * (c + k) &&
          x.dim(0) * tiles(h) * tiles(wd) >= 16;
 }

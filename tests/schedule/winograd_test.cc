@@ -90,6 +90,8 @@ TEST(Winograd, IsTakenOnlyWhereItPays) {
   EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 1, true));         // 1x1
   EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 3, false));        // weight at run time
   EXPECT_FALSE(taken({1, 64, 56, 56}, 60, {}, {}, 3, true));         // K not in panels of 8
+  EXPECT_TRUE(taken({1, 512, 14, 14}, 512, {}, {}, 3, true));        // U: 37.7 MB
+  EXPECT_FALSE(taken({1, 1024, 14, 14}, 1024, {}, {}, 3, true));     // U: 151 MB
   Graph off;
   off.lowering().winograd = false;  // kilnc --no-winograd
   Tensor in = Tensor::input(off, "x", dtypes::float32, {1, 64, 28, 28});
