@@ -1,5 +1,6 @@
 #include "compiler/tensor/winograd.h"
 
+#include "compiler/support/error.h"
 #include "compiler/tensor/eager.h"
 #include "compiler/tensor/linalg.h"
 #include "compiler/tensor/weight_layout.h"
@@ -8,11 +9,8 @@ namespace kiln {
 
 namespace {
 
-constexpr int64_t kIn = kWinogradTile + 2;  // input tile edge: 6
-constexpr int64_t kPoints = kIn * kIn;      // GEMMs: 36
-
 // F(4, 3) with the interpolation points 0, ±1, ±2, ∞ (Lavin & Gray).
-const double kBT[kIn * kIn] = {
+const double kBT4[6 * 6] = {
     4, 0,  -5, 0,  1, 0,  //
     0, -4, -4, 1,  1, 0,  //
     0, 4,  -4, -1, 1, 0,  //
@@ -20,7 +18,7 @@ const double kBT[kIn * kIn] = {
     0, 2,  -1, -2, 1, 0,  //
     0, 4,  0,  -5, 0, 1,
 };
-const double kG[kIn * 3] = {
+const double kG4[6 * 3] = {
     1.0 / 4,  0,         0,         //
     -1.0 / 6, -1.0 / 6,  -1.0 / 6,  //
     -1.0 / 6, 1.0 / 6,   -1.0 / 6,  //
@@ -28,12 +26,43 @@ const double kG[kIn * 3] = {
     1.0 / 24, -1.0 / 12, 1.0 / 6,   //
     0,        0,         1,
 };
-const double kAT[kWinogradTile * kIn] = {
+const double kAT4[4 * 6] = {
     1, 1, 1,  1, 1,  0,  //
     0, 1, -1, 2, -2, 0,  //
     0, 1, 1,  4, 4,  0,  //
     0, 1, -1, 8, -8, 1,
 };
+// F(2, 3) with the points 0, ±1, ∞.
+const double kBT2[4 * 4] = {
+    1, 0,  -1, 0,  //
+    0, 1,  1,  0,  //
+    0, -1, 1,  0,  //
+    0, 1,  0,  -1,
+};
+const double kG2[4 * 3] = {
+    1,   0,    0,    //
+    0.5, 0.5,  0.5,  //
+    0.5, -0.5, 0.5,  //
+    0,   0,    1,
+};
+const double kAT2[2 * 4] = {
+    1, 1, 1,  0,  //
+    0, 1, -1, -1,
+};
+
+struct Transform {
+  int64_t m;         // output tile edge; the input tile is m + 2
+  const double* bt;  // (m + 2) x (m + 2)
+  const double* g;   // (m + 2) x 3
+  const double* at;  // m x (m + 2)
+  // Multiply-adds the GEMMs save per tile per channel pair (m² outputs x 9 direct, less one per
+  // point), and values the transforms move per tile per channel ((m + 2)² each way).
+  int64_t in() const { return m + 2; }
+  int64_t points() const { return in() * in(); }
+  int64_t saved() const { return 9 * m * m - points(); }
+};
+const Transform kF4 = {4, kBT4, kG4, kAT4};
+const Transform kF2 = {2, kBT2, kG2, kAT2};
 
 Tensor matrix(Graph& g, const char* name, const double* v, int64_t rows, int64_t cols) {
   NDArray a(dtypes::float32, {rows, cols});
@@ -42,37 +71,56 @@ Tensor matrix(Graph& g, const char* name, const double* v, int64_t rows, int64_t
 }
 
 // G w Gᵀ for every (K, C) filter of the constant w, rounded to float32 once.
-NDArray transformed_weight(const Graph& g, const Tensor& w) {
+NDArray transformed_weight(const Graph& g, const Tensor& w, const Transform& t) {
   EagerEvaluator ev(g);
   const NDArray& wv = ev.eval(w.uop());
-  int64_t filters = w.dim(0) * w.dim(1);
-  NDArray u(dtypes::float32, {w.dim(0), w.dim(1), kIn, kIn});
+  int64_t filters = w.dim(0) * w.dim(1), in = t.in();
+  NDArray u(dtypes::float32, {w.dim(0), w.dim(1), in, in});
+  std::vector<double> gw(static_cast<size_t>(in * 3));  // G w
   for (int64_t f = 0; f < filters; ++f) {
-    double gw[kIn][3];  // G w
-    for (int64_t a = 0; a < kIn; ++a)
+    for (int64_t a = 0; a < in; ++a)
       for (int64_t j = 0; j < 3; ++j) {
         double s = 0;
-        for (int64_t i = 0; i < 3; ++i) s += kG[a * 3 + i] * wv.get(f * 9 + i * 3 + j).f;
-        gw[a][j] = s;
+        for (int64_t i = 0; i < 3; ++i) s += t.g[a * 3 + i] * wv.get(f * 9 + i * 3 + j).f;
+        gw[static_cast<size_t>(a * 3 + j)] = s;
       }
-    for (int64_t a = 0; a < kIn; ++a)
-      for (int64_t b = 0; b < kIn; ++b) {
+    for (int64_t a = 0; a < in; ++a)
+      for (int64_t b = 0; b < in; ++b) {
         double s = 0;
-        for (int64_t j = 0; j < 3; ++j) s += gw[a][j] * kG[b * 3 + j];
-        u.set((f * kIn + a) * kIn + b, ConstValue::of_float(s));
+        for (int64_t j = 0; j < 3; ++j) s += gw[static_cast<size_t>(a * 3 + j)] * t.g[b * 3 + j];
+        u.set((f * in + a) * in + b, ConstValue::of_float(s));
       }
   }
   return u;
 }
 
-int64_t tiles(int64_t n) {
-  return (n + kWinogradTile - 1) / kWinogradTile;
+int64_t tiles(int64_t n, const Transform& t) {
+  return (n + t.m - 1) / t.m;
 }
 
 bool all_ones(const std::vector<int64_t>& v) {
   for (int64_t s : v)
     if (s != 1) return false;
   return true;
+}
+
+// The transform for a (C -> K) layer of h x wd outputs (batch n), or nullptr. The GEMMs have
+// P = N * tiles rows: below 16 tiles a GEMM row reuses each transformed weight too few times
+// for its larger size to pay. Per tile the GEMMs save saved() C K multiply-adds while the
+// memory-bound transforms move points() (C + K) values: measured on single layers
+// (tools/bench/winograd_sweep.py, docs/performance.md), F(4, 3) pays from C K / (C + K) >= 12.5
+// (64 -> 16 channels: 0.81x the direct time at 56x56; 48 -> 16 at 96x128: 1.5x; 16 -> 16:
+// 1.03x), i.e. saved C K >= 75 points (C + K), the same line for F(2, 3), which maps too small
+// for F(4, 3) take (7x7: 16 tiles of 2x2). The transformed weight is at most 64 MiB (a 1024 ->
+// 1024 layer's F(4, 3) weight would be 151 MB of package and compile-time memory).
+const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd) {
+  if (k % kWeightPanel != 0) return nullptr;
+  for (const Transform* t : {&kF4, &kF2}) {
+    if (n * tiles(h, *t) * tiles(wd, *t) < 16) continue;
+    if (t->points() * c * k * 4 > (int64_t{64} << 20)) return nullptr;
+    return 2 * t->saved() * c * k >= 75 * t->points() * (c + k) ? t : nullptr;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -90,42 +138,31 @@ bool winograd_pays(const Tensor& x, const Tensor& w, int64_t groups,
     h += pads[0].first + pads[0].second;
     wd += pads[1].first + pads[1].second;
   }
-  int64_t c = x.dim(1), k = w.dim(0);
-  // The GEMMs have P = N * tiles rows: below 4x4 tiles (a 14x14 map) a GEMM row reuses each
-  // transformed weight too few times for its 4x size to pay (a 7x7 layer's weights are read
-  // once per run). Per tile the GEMMs save 216 C K of the direct convolution's 288 C K
-  // multiply-adds while the memory-bound transforms move 36 (C + K) values through memory:
-  // measured on single layers (docs/performance.md), that pays from C K / (C + K) >= 12.5
-  // (64 -> 16 channels: 0.81x the direct time at 56x56; 48 -> 16 at 96x128: 1.5x; 16 -> 16
-  // 1.03x).
-  // The transformed weight (36 floats per filter) is at most 64 MiB: a 1024 -> 1024 layer's
-  // would be 151 MB of package and of compile-time memory for one layer.
-  if (kPoints * c * k * 4 > (int64_t{64} << 20)) return false;
-  return k % kWeightPanel == 0 && 2 * c * k >= 25 * (c + k) &&
-         x.dim(0) * tiles(h) * tiles(wd) >= 16;
+  return choose(x.dim(0), x.dim(1), w.dim(0), h, wd) != nullptr;
 }
 
 Tensor winograd_conv3x3(const Tensor& xp, const Tensor& w) {
   Graph& g = *xp.graph();
   int64_t n = xp.dim(0), c = xp.dim(1), k = w.dim(0);
   int64_t h = xp.dim(2) - 2, wd = xp.dim(3) - 2;
-  int64_t th = tiles(h), tw = tiles(wd);
+  const Transform* tp = choose(n, c, k, h, wd);
+  if (!tp) throw InternalError("winograd_conv3x3 for a layer winograd_pays refuses");
+  const Transform& t = *tp;
+  int64_t m = t.m, in = t.in(), points = t.points();
+  int64_t th = tiles(h, t), tw = tiles(wd, t);
   // A short GEMM (P < 128 rows) gets extra tile columns (of zeros, cut off at the end) until P
   // is a multiple of 8, so that its row tile never straddles the end: 49 rows, the last tile's
   // rows gated, spilled the clamped broadcasts (48 GFLOP/s; 56 rows ran at 90). A long one
   // keeps its count (196 rows ran at 100 GFLOP/s; 224 would add 14% of the work).
-  while (n * th * tw < 128 && (n * th * tw) % 8 != 0 && tw < tiles(wd) + 8) ++tw;
+  while (n * th * tw < 128 && (n * th * tw) % 8 != 0 && tw < tiles(wd, t) + 8) ++tw;
   int64_t p = n * th * tw;
   // Whole tiles: the input padded with zeros at the end (the extra outputs are cut off).
-  Tensor xq = xp.pad({{0, 0},
-                      {0, 0},
-                      {0, th * kWinogradTile + 2 - xp.dim(2)},
-                      {0, tw * kWinogradTile + 2 - xp.dim(3)}});
+  Tensor xq = xp.pad({{0, 0}, {0, 0}, {0, th * m + 2 - xp.dim(2)}, {0, tw * m + 2 - xp.dim(3)}});
   // Stored once: each input element is read by 2.25 overlapping tiles, and an input computed
   // inline (a U-Net decoder's Resize and Concat) would be recomputed that many times.
   xq = materialized(xq);
-  Tensor d = xq.window({kIn, kIn}, {kWinogradTile, kWinogradTile}, {1, 1});  // (N, C, th, tw, 6, 6)
-  Tensor bt = matrix(g, "winograd_bt", kBT, kIn, kIn);
+  Tensor d = xq.window({in, in}, {m, m}, {1, 1});  // (N, C, th, tw, in, in)
+  Tensor bt = matrix(g, "winograd_bt", t.bt, in, in);
   // Bᵀ d, stored with the tiles innermost (N, C, a, j, th, tw): the second transform then runs
   // along all tiles of a channel as one contiguous stream (th and tw merge), and the first
   // along tw (its input 4 apart: a strided load). Viewed back as (N, C, th, tw, a, j).
@@ -133,23 +170,22 @@ Tensor winograd_conv3x3(const Tensor& xp, const Tensor& w) {
   Tensor v = matmul(t1, bt.transpose(0, 1));  // (N, C, th, tw, a, b)
   // Each point's GEMM operand (P, C), stored as (a, b, C, P): the transform writes along P;
   // the GEMM broadcasts its elements one at a time either way.
-  Tensor vs = v.permute({4, 5, 1, 0, 2, 3}).reshape({kPoints, c, p}).contiguous().transpose(-1, -2);
-  // U = G w Gᵀ (K, C, 6, 6) computed here (in double, once), stored as (a, b, C, K) in panels
+  Tensor vs = v.permute({4, 5, 1, 0, 2, 3}).reshape({points, c, p}).contiguous().transpose(-1, -2);
+  // U = G w Gᵀ (K, C, in, in) computed here (in double, once), stored as (a, b, C, K) in panels
   // along K by constant folding.
-  Tensor u = Tensor::weight(g, g.fresh_name("winograd_u"), transformed_weight(g, w));
-  Tensor us = packed_in_panels(u.permute({2, 3, 1, 0}).reshape({kPoints, c, k}), 2);
-  Tensor m = matmul(vs, us);  // (36, P, K)
+  Tensor u = Tensor::weight(g, g.fresh_name("winograd_u"), transformed_weight(g, w, t));
+  Tensor us = packed_in_panels(u.permute({2, 3, 1, 0}).reshape({points, c, k}), 2);
+  Tensor prod = matmul(vs, us);  // (points, P, K)
   // (a, b, N, th, tw, K) -> (N, K, th, tw, a, b), then Aᵀ M A per tile.
-  Tensor mt = m.reshape({kIn, kIn, n, th, tw, k}).permute({2, 5, 3, 4, 0, 1});
-  Tensor at = matrix(g, "winograd_at", kAT, kWinogradTile, kIn);
-  // Aᵀ M stored with K innermost (N, th, tw, 4, 6, K), as M is: the final kernel (· A and the
+  Tensor mt = prod.reshape({in, in, n, th, tw, k}).permute({2, 5, 3, 4, 0, 1});
+  Tensor at = matrix(g, "winograd_at", t.at, m, in);
+  // Aᵀ M stored with K innermost (N, th, tw, m, in, K), as M is: the final kernel (· A and the
   // epilogue) then has K as a clean vector axis, shared with a downsample convolution fused
   // beside it (whose weights are packed along K).
   Tensor y1 = matmul(at, mt).permute({0, 2, 3, 4, 5, 1}).contiguous().permute({0, 5, 1, 2, 3, 4});
   Tensor y = matmul(y1, at.transpose(0, 1));  // (N, K, th, tw, 4, 4)
-  y = y.permute({0, 1, 2, 4, 3, 5}).reshape({n, k, th * kWinogradTile, tw * kWinogradTile});
-  if (th * kWinogradTile != h || tw * kWinogradTile != wd)
-    y = y.shrink({{0, n}, {0, k}, {0, h}, {0, wd}});
+  y = y.permute({0, 1, 2, 4, 3, 5}).reshape({n, k, th * m, tw * m});
+  if (th * m != h || tw * m != wd) y = y.shrink({{0, n}, {0, k}, {0, h}, {0, wd}});
   return y;
 }
 

@@ -1,16 +1,14 @@
-// Winograd F(4x4, 3x3) convolutions: a stride-1 3x3 layer computed as 36 GEMMs over 6x6 input
-// tiles (transformed by Bᵀ d B), with the weights transformed at compile time (G g Gᵀ) and the
-// products transformed back to 4x4 output tiles (Aᵀ M A): 4x fewer multiplies than the direct
-// convolution, at the price of three memory-bound transform kernels and weights 4x larger.
+// Winograd F(4x4, 3x3) convolutions (F(2x2, 3x3) on maps too small for 4x4 tiles): a stride-1
+// 3x3 layer computed as 36 (16) GEMMs over 6x6 (4x4) input tiles transformed by Bᵀ d B, with the
+// weights transformed at compile time (G g Gᵀ) and the products transformed back to output
+// tiles (Aᵀ M A): 4x (2.25x) fewer multiplies than the direct convolution, at the price of
+// memory-bound transform kernels and weights 4x (1.8x) larger.
 // (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2015.)
 #pragma once
 
 #include "compiler/tensor/tensor.h"
 
 namespace kiln {
-
-// Output tile edge of the F(m, 3) transform kiln uses.
-inline constexpr int64_t kWinogradTile = 4;
 
 // True when conv(x, w) with these parameters takes winograd_conv3x3: 2-D, float32, one group, a
 // constant 3x3 weight, stride and dilation 1, and enough channels and tiles for the GEMMs to pay

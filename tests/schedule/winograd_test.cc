@@ -1,6 +1,6 @@
-// Winograd F(4x4, 3x3) convolutions (compiler/tensor/winograd.h): taken only where the cost rule
-// says, and equal to the direct convolution within float32 rounding, eagerly and as the planned
-// kernels (interpreted).
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) convolutions (compiler/tensor/winograd.h): taken only where
+// the cost rule says, and equal to the direct convolution within float32 rounding, eagerly and as
+// the planned kernels (interpreted).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -52,6 +52,8 @@ TEST(Winograd, MatchesTheDirectConvolution) {
       {{1, 32, 14, 14}, 32, {{1, 1}, {1, 1}}},
       {{2, 24, 13, 17}, 40, {{1, 1}, {0, 2}}},
       {{1, 64, 28, 28}, 16, {}},
+      {{1, 64, 7, 7}, 64, {{1, 1}, {1, 1}}},  // F(2x2, 3x3): 16 tiles of 2x2
+      {{2, 96, 5, 6}, 64, {{1, 1}, {1, 1}}},  // F(2x2, 3x3), odd maps, a batch of 2
   };
   for (const Case& c : cases) {
     Graph direct, wino;
@@ -82,7 +84,9 @@ TEST(Winograd, IsTakenOnlyWhereItPays) {
   EXPECT_TRUE(taken({1, 64, 28, 28}, 64, {}, {}, 3, true));
   EXPECT_TRUE(taken({1, 64, 56, 56}, 16, {1, 1}, {1, 1}, 3, true));  // C K / (C + K) = 12.8
   EXPECT_TRUE(taken({1, 256, 14, 14}, 256, {}, {}, 3, true));        // 4x4 tiles
-  EXPECT_FALSE(taken({1, 512, 7, 7}, 512, {}, {}, 3, true));         // 2x2 tiles
+  EXPECT_TRUE(taken({1, 512, 7, 7}, 512, {}, {}, 3, true));          // F(2x2, 3x3)
+  EXPECT_FALSE(taken({1, 32, 7, 7}, 32, {}, {}, 3, true));           // F(2x2): C K / (C + K) < 30
+  EXPECT_FALSE(taken({1, 512, 3, 3}, 512, {}, {}, 3, true));         // 2x2 tiles of 2x2
   EXPECT_FALSE(taken({1, 16, 56, 56}, 16, {}, {}, 3, true));         // too few channels
   EXPECT_FALSE(taken({1, 48, 96, 128}, 16, {}, {}, 3, true));        // C K / (C + K) = 12
   EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {2, 2}, {}, 3, true));     // stride 2
