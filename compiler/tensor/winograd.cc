@@ -110,9 +110,11 @@ bool all_ones(const std::vector<int64_t>& v) {
 // memory-bound transforms move points() (C + K) values: measured on single layers
 // (tools/bench/winograd_sweep.py, docs/performance.md), F(4, 3) pays from C K / (C + K) >= 12.5
 // (64 -> 16 channels: 0.81x the direct time at 56x56; 48 -> 16 at 96x128: 1.5x; 16 -> 16:
-// 1.03x), i.e. saved C K >= 75 points (C + K), the same line for F(2, 3), which maps too small
-// for F(4, 3) take (7x7: 16 tiles of 2x2). The transformed weight is at most 64 MiB (a 1024 ->
-// 1024 layer's F(4, 3) weight would be 151 MB of package and compile-time memory).
+// 1.03x), i.e. 2 saved C K >= 75 points (C + K) (the saved flops against the values moved);
+// the same line for F(2, 3), which maps too small for F(4, 3) take (7x7: 16 tiles of 2x2),
+// gives C K / (C + K) >= 30 (7x7 layers: 64 -> 64 0.74x, 32 -> 32 1.00x, not taken). The
+// transformed weight is at most 64 MiB (a 1024 -> 1024 layer's F(4, 3) weight would be 151 MB of
+// package and compile-time memory).
 const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd) {
   if (k % kWeightPanel != 0) return nullptr;
   for (const Transform* t : {&kF4, &kF2}) {
