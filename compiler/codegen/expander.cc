@@ -238,6 +238,14 @@ class Expander {
     return runs;
   }
 
+  // Lanes per load of a strided row: a long row (7 vectors of a 56-wide output) in chunks of at
+  // most 64 loaded elements.
+  static int64_t strided_chunk(int64_t lanes, int64_t stride) {
+    int64_t chunk = lanes;
+    while (chunk * stride > 64 && chunk % 2 == 0) chunk /= 2;
+    return chunk;
+  }
+
   // Lanes in rows at a constant stride of 2 or 4 elements (a stride-2 convolution's input along
   // W): per row one contiguous load of (row length x stride) elements, and a shuffle that picks
   // every stride-th, instead of scalar loads assembled lane by lane. Only when every row's span
@@ -250,9 +258,7 @@ class Expander {
     int64_t row = 1;  // lanes per row
     while (row < n && ls.offset[static_cast<size_t>(row)] == row * stride) ++row;
     if (row < 4 || n % row != 0) return nullptr;
-    // A long row (7 vectors of a 56-wide output) in chunks of at most 64 loaded elements.
-    int64_t chunk = row;
-    while (chunk * stride > 64 && chunk % 2 == 0) chunk /= 2;
+    int64_t chunk = strided_chunk(row, stride);
     int64_t span = chunk * stride;
     const Access& a0 = ls.acc[0];
     if (span > 64 || span > buf->dtype.ptr_size || a0.lin->vmin() < 0) return nullptr;
@@ -293,8 +299,7 @@ class Expander {
       const UOp* d = simplify(ls.acc[l].lin->sub(a0.lin));
       if (d->op != Op::CONST || d->cval().i != static_cast<int64_t>(l) * stride) return nullptr;
     }
-    int64_t chunk = n;
-    while (chunk * stride > 64 && chunk % 2 == 0) chunk /= 2;
+    int64_t chunk = strided_chunk(n, stride);
     int64_t span = chunk * stride;
     if (span > 64) return nullptr;
     const UOp* gates = convert(expand(idx->src[0]), mask_of(idx->src[0]), m);
