@@ -45,6 +45,17 @@ std::vector<int64_t> axes_from(int64_t first, int64_t n) {
   return a;
 }
 
+// A convolution's output r (N, Co, spatial...) plus its bias (Co) or nullptr.
+Tensor with_bias(const Tensor& r, const Tensor* bias) {
+  if (!bias) return r;
+  int64_t co = r.dim(1);
+  if (bias->ndim() != 1 || bias->dim(0) != co)
+    throw Error(str_cat("conv: bias ", shape_str(bias->shape()), " for ", co, " channels"));
+  Shape bs(static_cast<size_t>(r.ndim()), 1);
+  bs[1] = co;
+  return r.add(bias->reshape(bs));
+}
+
 }  // namespace
 
 Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvParams& p) {
@@ -72,15 +83,7 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
     if (dil[j] * (kernel[j] - 1) + 1 > xp.dim(static_cast<int64_t>(2 + j)))
       throw Error(str_cat("conv: kernel ", shape_str(kernel), " is larger than the padded input ",
                           shape_str(xp.shape())));
-  if (winograd_pays(x, w, g, stride, dil, pads)) {
-    Tensor r = winograd_conv3x3(xp, w);
-    if (bias) {
-      if (bias->ndim() != 1 || bias->dim(0) != co)
-        throw Error(str_cat("conv: bias ", shape_str(bias->shape()), " for ", co, " channels"));
-      r = r.add(bias->reshape({1, co, 1, 1}));
-    }
-    return r;
-  }
+  if (winograd_pays(x, w, g, stride, dil, pads)) return with_bias(winograd_conv3x3(xp, w), bias);
   Tensor xw = xp.window(kernel, stride, dil);  // (N, C, *o, *k)
   Shape out_sp(xw.shape().begin() + 2, xw.shape().begin() + 2 + nsp);
   // (N, C, *o, *k) -> (N, g, C/g, *o, *k) -> (N, g, *o, C/g, *k) -> (N, g, 1, *o, C/g, *k)
@@ -129,15 +132,7 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   Tensor r = prod.sum(axes_from(3 + nsp, 1 + nsp));
   Shape out = {n, co};
   out.insert(out.end(), out_sp.begin(), out_sp.end());
-  r = r.reshape(out);
-  if (bias) {
-    if (bias->ndim() != 1 || bias->dim(0) != co)
-      throw Error(str_cat("conv: bias ", shape_str(bias->shape()), " for ", co, " channels"));
-    Shape bs = {1, co};
-    bs.insert(bs.end(), ns, 1);
-    r = r.add(bias->reshape(bs));
-  }
-  return r;
+  return with_bias(r.reshape(out), bias);
 }
 
 namespace {
