@@ -14,6 +14,8 @@
 #include "compiler/support/error.h"
 #include "compiler/support/file.h"
 #include "compiler/support/sha256.h"
+#include "compiler/target/target_info.h"
+#include "compiler/tensor/weight_layout.h"
 
 namespace kiln {
 
@@ -50,7 +52,9 @@ std::string plan_kernels_text(const Plan& plan, bool with_ast) {
 
 void import_run(Compilation& c) {
   if (c.model_path.empty()) return;
-  load_model(c.model_path, *c.a.graph, c.options.model);
+  ModelOptions model = c.options.model;
+  model.lowering.weight_panel = weight_panel_for(c.target.vector_bytes());
+  load_model(c.model_path, *c.a.graph, model);
   std::vector<uint8_t> bytes = read_file(c.model_path);
   Sha256 h;
   h.update(bytes.data(), bytes.size());

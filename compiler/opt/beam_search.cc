@@ -43,6 +43,9 @@ std::vector<Opt> beam_search(const KernelProgram& p, const OptTarget& base, int 
   OptTarget no_window = base;  // the channel loop unrolled instead of a 3x3 window
   no_window.unroll_window = false;
   round1.push_back({default_opts(p.ast, no_window)});
+  OptTarget plain_order = base;  // the loops in their order, whatever L2 holds
+  plain_order.stream_order = false;
+  round1.push_back({default_opts(p.ast, plain_order)});
   int max_acc = std::max(4, base.vector_registers - 4);
   for (int lane_choice : {0, 1})
     for (int lv : {1, 2, 4})

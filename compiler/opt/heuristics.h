@@ -5,6 +5,8 @@
 //  - a contraction (a REDUCE(ADD) of a product) gets a register tile of about half the vector
 //    registers in accumulators (see contraction_tile in heuristics.cc) and the reduce loop
 //    unrolled (a small kernel window such as 3x3 completely, else the first reduce up to 4);
+//  - a contraction that would re-read an operand larger than L2 once per iteration of its
+//    outermost loop gets another loop outermost instead (the one that re-reads the fewest bytes);
 //  - the outermost output loop is split into tasks when the kernel does enough work to pay for
 //    it (at least 2^16 multiply-adds or elements).
 // The heuristics propose; the applier (opts.h) decides what is legal: choose_opts drops a
@@ -37,6 +39,10 @@ struct OptTarget {
   bool unroll_window = true;  // unroll a small kernel window (3x3) completely instead
   int lane_choice = 0;        // 0: the best lane axis; 1: the next candidate (if any)
   int max_tasks = 16;
+  // The per-core L2 (TargetInfo::l2_bytes): a contraction whose re-read operands exceed it is
+  // reordered so that the larger operand streams once (see streaming_order in heuristics.cc).
+  int64_t l2_bytes = 1 << 20;
+  bool stream_order = true;  // the tuner compares with the plain loop order
   // Masked vector loads/stores are cheap (AVX): a lane axis may be padded (a 114-wide row in
   // groups of 8 lanes, the last group masked) instead of taking a small divisor (2).
   bool masked_vectors = false;

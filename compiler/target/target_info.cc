@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <utility>
 
 #include "compiler/support/error.h"
 #include "compiler/support/sha256.h"
@@ -58,6 +59,28 @@ llvm::TargetMachine* make_machine(const llvm::Target& target, const std::string&
   llvm::TargetOptions to;
   return target.createTargetMachine(triple, cpu, feature_string(features), to, llvm::Reloc::PIC_,
                                     std::nullopt, llvm::CodeGenOptLevel::Aggressive);
+}
+
+// Per-core L2 by CPU family (LLVM's CPU names; vendor data sheets). A CPU not listed gets a
+// figure for its ISA level that the CPUs of that level have at least: a kernel planned for a
+// smaller cache than the machine has re-reads less, never more, than it could.
+int64_t l2_bytes_of(const std::string& cpu, bool x86, bool avx512, bool avx2) {
+  constexpr int64_t kib = 1024;
+  static const std::pair<const char*, int64_t> table[] = {
+      {"sapphirerapids", 2048 * kib}, {"emeraldrapids", 2048 * kib},
+      {"graniterapids", 2048 * kib},  {"graniterapids-d", 2048 * kib},
+      {"skylake-avx512", 1024 * kib}, {"cascadelake", 1024 * kib},
+      {"cooperlake", 1024 * kib},     {"icelake-server", 1280 * kib},
+      {"tigerlake", 1280 * kib},      {"znver4", 1024 * kib},
+      {"znver5", 1024 * kib},         {"znver2", 512 * kib},
+      {"znver3", 512 * kib},          {"neoverse-n1", 1024 * kib},
+      {"neoverse-v1", 1024 * kib},    {"neoverse-n2", 1024 * kib},
+      {"neoverse-v2", 2048 * kib},    {"cortex-a76", 256 * kib},
+  };
+  for (const auto& [name, bytes] : table)
+    if (cpu == name) return bytes;
+  if (x86) return avx512 ? 1024 * kib : avx2 ? 512 * kib : 256 * kib;
+  return 256 * kib;
 }
 
 }  // namespace
@@ -129,6 +152,7 @@ TargetInfo TargetInfo::create(const TargetOptions& opts) {
     t.rounding_instructions_ = true;
     t.dot_product_ = t.has_feature("dotprod") ? DotProduct::ArmDot : DotProduct::None;
   }
+  t.l2_bytes_ = l2_bytes_of(t.cpu_, t.is_x86(), t.has_feature("avx512f"), t.has_feature("avx2"));
   return t;
 }
 

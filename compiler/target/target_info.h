@@ -7,6 +7,7 @@
 // compiles with a machine it creates here), so the compiled code and the facts cannot disagree.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,10 @@ class TargetInfo {
   bool rounding_instructions() const { return rounding_instructions_; }
   // The best integer dot product (the int8 kernels' instruction).
   DotProduct dot_product() const { return dot_product_; }
+  // The per-core L2 cache, in bytes, as the CPU name implies (a table of families, else a
+  // conservative figure for the ISA level): what a kernel's re-read operand must fit in to be
+  // re-read from cache rather than from L3 or memory.
+  int64_t l2_bytes() const { return l2_bytes_; }
 
   // The features a package built for this target requires at load: those of features() that
   // kiln_abi.h lists for the architecture (the ones the runtime can detect).
@@ -93,6 +98,7 @@ class TargetInfo {
   bool native_bf16_ = false;
   bool rounding_instructions_ = false;
   DotProduct dot_product_ = DotProduct::None;
+  int64_t l2_bytes_ = 256 * 1024;
   std::shared_ptr<llvm::TargetMachine> tm_;
 };
 

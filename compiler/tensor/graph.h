@@ -29,6 +29,10 @@ struct LoweringOptions {
   // Stride-1 3x3 convolutions with enough channels and tiles as Winograd F(4x4, 3x3): fewer
   // multiplies, weights 4x larger in the package (compiler/tensor/winograd.h).
   bool winograd = true;
+  // Lanes of a weight panel (weight_layout.h): the target's float32 vector, at least 8 (8 on
+  // AVX2 and NEON, 16 on AVX-512), so that one vector load reads one panel row, not two halves
+  // put together by a shuffle. The driver sets it from the target before importing.
+  int64_t weight_panel = 8;
 };
 
 class Graph {

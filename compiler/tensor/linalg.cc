@@ -16,10 +16,11 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   if (b.dim(-2) != k)
     throw Error(str_cat("matmul: shapes ", shape_str(a0.shape()), " and ", shape_str(b0.shape()),
                         " do not match (inner dims ", k, " vs ", b.dim(-2), ")"));
-  // A constant B (a layer's weights) is packed in column panels, (N/8, K, 8), read back as
-  // (K, N): a kernel's vector of N lanes walks one panel, contiguous across K.
-  if (b.ndim() == 2 && is_constant(b) && b.dim(1) % kWeightPanel == 0 && b.dim(1) > kWeightPanel &&
-      b.dim(0) >= kWeightPanel)
+  // A constant B (a layer's weights) is packed in column panels of P lanes (panel_lanes),
+  // (N/P, K, P), read back as (K, N): a kernel's vector of N lanes walks one panel, contiguous
+  // across K.
+  int64_t panel = b.ndim() == 2 ? panel_lanes(*b.graph(), b.dim(1)) : 0;
+  if (panel != 0 && is_constant(b) && b.dim(1) > panel && b.dim(0) >= kWeightPanel)
     b = packed_in_panels(b, 1);
   // (..., m, k) -> (..., m, 1, k);  (..., k, n) -> (..., 1, n, k);  product summed over k.
   Tensor x = a.unsqueeze(-2);

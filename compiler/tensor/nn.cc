@@ -101,15 +101,17 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   ws.push_back(cg);
   ws.insert(ws.end(), kernel.begin(), kernel.end());
   // The weight is stored so that a kernel's vector of output channels is one contiguous load:
-  // in panels of 8 output channels, (Co/8, C/g, *k, 8), when there are several panels and each
-  // group reduces over several channels (a co block then streams its weights contiguously);
-  // otherwise (depthwise, few channels) with the output channels innermost, (C/g, *k, Co).
+  // in panels of P output channels (a vector's lanes: panel_lanes), (Co/P, C/g, *k, P), when
+  // there are several panels and each group reduces over several channels (a co block then
+  // streams its weights contiguously); otherwise (depthwise, few channels) with the output
+  // channels innermost, (C/g, *k, Co).
   Tensor w_packed = w;
-  if (co % kWeightPanel == 0 && co > kWeightPanel && cg > 1) {
+  int64_t panel = panel_lanes(*w.graph(), co);
+  if (panel != 0 && co > panel && cg > 1) {
     // A constant weight with an odd number of panels (1000 classes: 125) gets a zero panel:
     // a tile two vectors wide then reads whole panels, its last lanes in bounds (they compute
     // channels that are never stored).
-    int64_t extra = is_constant(w) && (co / kWeightPanel) % 2 == 1 ? kWeightPanel : 0;
+    int64_t extra = is_constant(w) && (co / panel) % 2 == 1 ? panel : 0;
     if (extra) {
       std::vector<std::pair<int64_t, int64_t>> grow(static_cast<size_t>(w.ndim()), {0, 0});
       grow[0] = {0, extra};

@@ -10,15 +10,22 @@ bool is_constant(const Tensor& t) {
   return true;
 }
 
+int64_t panel_lanes(const Graph& g, int64_t n) {
+  int64_t wide = g.lowering().weight_panel;
+  if (wide > kWeightPanel && n % wide == 0) return wide;
+  return n % kWeightPanel == 0 ? kWeightPanel : 0;
+}
+
 Tensor packed_in_panels(const Tensor& w, int64_t axis) {
   int64_t nd = w.ndim();
   if (axis < 0 || axis >= nd || w.dim(axis) % kWeightPanel != 0)
     throw Error(str_cat("packed_in_panels: axis ", axis, " of ", shape_str(w.shape()),
                         " is not a multiple of ", kWeightPanel));
+  const int64_t lanes = panel_lanes(*w.graph(), w.dim(axis));
   // Split the axis into (panel, lane): shape (..., A/P, P, ...), axis `axis` and `axis + 1`.
   Shape split = w.shape();
-  split[static_cast<size_t>(axis)] = w.dim(axis) / kWeightPanel;
-  split.insert(split.begin() + axis + 1, kWeightPanel);
+  split[static_cast<size_t>(axis)] = w.dim(axis) / lanes;
+  split.insert(split.begin() + axis + 1, lanes);
   // Storage order: panel, the other axes, lane.
   std::vector<int64_t> to_panels = {axis};
   for (int64_t j = 0; j < nd + 1; ++j)
@@ -33,14 +40,14 @@ Tensor packed_in_panels(const Tensor& w, int64_t axis) {
   // other before a line's second vector is read (an LSTM step's 128 x 512 weight ran at a third
   // of the speed of the 96 x 384 one); a 64-byte skew per panel spreads them over the sets.
   int64_t rows = w.numel() / w.dim(axis);
-  int64_t row_bytes = kWeightPanel * w.dtype().itemsize();
+  int64_t row_bytes = lanes * w.dtype().itemsize();
   if (rows * row_bytes % kSetAliasBytes == 0 && kCacheLineBytes % row_bytes == 0) {
     Shape stored = panels.shape();
     int64_t skew = kCacheLineBytes / row_bytes;
-    Tensor flat = panels.reshape({w.dim(axis) / kWeightPanel, rows, kWeightPanel});
+    Tensor flat = panels.reshape({w.dim(axis) / lanes, rows, lanes});
     panels = flat.pad({{0, 0}, {0, skew}, {0, 0}})
                  .contiguous()
-                 .shrink({{0, w.dim(axis) / kWeightPanel}, {0, rows}, {0, kWeightPanel}})
+                 .shrink({{0, w.dim(axis) / lanes}, {0, rows}, {0, lanes}})
                  .reshape(stored);
   } else {
     panels = panels.contiguous();

@@ -1,6 +1,6 @@
 // Compile-time weight layouts. A contraction kernel vectorizes along one output axis of its
-// weight (a matmul's N, a convolution's output channels); storing that axis in panels of
-// kWeightPanel lanes, innermost, with the panel index outermost, makes each vector load one
+// weight (a matmul's N, a convolution's output channels); storing that axis in panels of a
+// vector's lanes, innermost, with the panel index outermost, makes each vector load one
 // contiguous run and each panel one contiguous stream across the reduction (no page-sized strides
 // between consecutive loads). Constant folding performs the copy at compile time.
 #pragma once
@@ -9,6 +9,8 @@
 
 namespace kiln {
 
+// The narrowest panel: an axis that the target's panel width does not divide may still be
+// stored in panels of 8 (24 channels on AVX-512: three).
 inline constexpr int64_t kWeightPanel = 8;
 // Panels whose stride is a multiple of kSetAliasBytes are stored kCacheLineBytes apart more
 // (see packed_in_panels).
@@ -18,9 +20,20 @@ inline constexpr int64_t kCacheLineBytes = 64;
 // True if the tensor's value is known at compile time (only weights and constants below it).
 bool is_constant(const Tensor& t);
 
-// `w` stored as (dim(axis) / kWeightPanel, the other axes in order, kWeightPanel) and read back
-// with w's shape. Requires dim(axis) to be a multiple of kWeightPanel. A panel stride that is a
-// multiple of 4 KiB gets one cache line of padding per panel (not part of the view).
+// The panel width for a target with vector registers of `vector_bytes`: its float32 lanes, at
+// least kWeightPanel (LoweringOptions::weight_panel; the driver sets it before importing).
+inline int64_t weight_panel_for(int vector_bytes) {
+  return vector_bytes / 4 > kWeightPanel ? vector_bytes / 4 : kWeightPanel;
+}
+
+// The panel lanes for an axis of n elements in graph g: g's panel width
+// (LoweringOptions::weight_panel) when it divides n, else kWeightPanel when that does, else 0.
+int64_t panel_lanes(const Graph& g, int64_t n);
+
+// `w` stored as (dim(axis) / lanes, the other axes in order, lanes) and read back with w's
+// shape, lanes = panel_lanes(dim(axis)). Requires dim(axis) to be a multiple of kWeightPanel. A
+// panel stride that is a multiple of 4 KiB gets one cache line of padding per panel (not part
+// of the view).
 Tensor packed_in_panels(const Tensor& w, int64_t axis);
 
 // t itself if it is a buffer (a model input, a weight) or a reshape of one, else t materialized

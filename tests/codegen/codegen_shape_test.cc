@@ -12,6 +12,7 @@
 #include "compiler/tensor/linalg.h"
 #include "compiler/tensor/nn.h"
 #include "compiler/tensor/tensor.h"
+#include "compiler/tensor/weight_layout.h"
 
 namespace kiln {
 namespace {
@@ -65,6 +66,11 @@ TEST(CodegenShape, TheTargetDescriptionNamesTheCpusFacts) {
   EXPECT_EQ(avx2.dot_product(), DotProduct::None);
   EXPECT_EQ(avx512.dot_product(), DotProduct::Avx512Vnni);
   EXPECT_TRUE(avx512.native_bf16());
+  // Per-core L2 by family (what the streaming order plans for), else a floor for the ISA level.
+  EXPECT_EQ(avx2.l2_bytes(), 512 << 10);
+  EXPECT_EQ(avx512.l2_bytes(), 2048 << 10);
+  EXPECT_EQ(TargetInfo::create({"x86_64-linux-gnu", "x86-64-v4"}).l2_bytes(), 1024 << 10);
+  EXPECT_EQ(TargetInfo::create({"x86_64-linux-gnu", "x86-64-v2"}).l2_bytes(), 256 << 10);
   TargetInfo arm = TargetInfo::create({"aarch64-linux-gnu", "neoverse-n1"});
   EXPECT_EQ(arm.dot_product(), DotProduct::ArmDot);
   EXPECT_FALSE(arm.masked_vectors());
@@ -89,6 +95,26 @@ TEST(CodegenShape, RegisterTilesUseTheTargetsVectors) {
       EXPECT_EQ(count_matches(s, "%zmm"), 0) << c.name;
     }
   }
+}
+
+// A weight's panels are one vector wide (16 channels on AVX-512, 8 on AVX2), so each row of a
+// panel is one full-width load; AVX-512 code reading panels of 8 built each zmm from two ymm
+// halves (vinsertf64x4, a shuffle-port uop beside every other FMA pair).
+TEST(CodegenShape, WeightPanelsAreOneVectorWide) {
+  auto inserts = [](const Cpu& c, int64_t panel) {
+    Graph g;
+    g.lowering().weight_panel = panel;
+    Tensor a = Tensor::input(g, "a", dtypes::float32, {64, 256});
+    g.add_output("y", matmul(a, ramp_weight(g, "w", {256, 512}, 0.01, 7)).uop());
+    std::string s = assembly_for(g, c).assembly;
+    EXPECT_GE(count_matches(s, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register), 16)
+        << c.name;
+    return count_matches(s, "vinsertf(128|32x4|64x4)");
+  };
+  for (const Cpu& c : kCpus) EXPECT_EQ(inserts(c, weight_panel_for(c.vector_bytes)), 0) << c.name;
+  EXPECT_EQ(weight_panel_for(64), 16);
+  EXPECT_EQ(weight_panel_for(32), 8);
+  EXPECT_GT(inserts(kCpus[1], 8), 0);  // what panels of 8 cost on AVX-512
 }
 
 // Lane axes that take no good divisor (a 114-wide padded row, a depthwise convolution's 14-wide

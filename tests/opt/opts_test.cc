@@ -4,6 +4,7 @@
 
 #include "compiler/opt/heuristics.h"
 #include "compiler/opt/opts.h"
+#include "compiler/opt/tuning_cache.h"
 #include "compiler/support/error.h"
 #include "compiler/tensor/nn.h"
 #include "tests/schedule/random_graph.h"
@@ -73,6 +74,11 @@ TEST(Opts, OptimizedKernelsComputeTheSameValues) {
       // Padded upcasts: 16 lanes as 4 groups of 5, 12 rows as one group of 16.
       {{OptKind::Upcast, 1, 5}, {OptKind::Unroll, 2, 2}},
       {{OptKind::Upcast, 0, 16}, {OptKind::Upcast, 1, 8}},
+      // The streaming order: N's tiles outermost (TILE(r1, 1)), split into tasks.
+      {{OptKind::Upcast, 0, 4},
+       {OptKind::Upcast, 1, 8},
+       {OptKind::Tile, 1, 1},
+       {OptKind::Parallel, 1, 2}},
   };
   for (const auto& opts : cases) {
     Plan q = p;
@@ -266,6 +272,55 @@ TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVector
             (std::vector<Opt>{{OptKind::Upcast, 0, 16}, {OptKind::Upcast, 1, 16}}));
   EXPECT_EQ(upcasts(49, avx2),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+}
+
+// A contraction that would re-read more than L2 per iteration of its outermost loop runs another
+// loop outermost (TILE(r, 1)) and splits that one into tasks: a 1024^3 GEMM re-read its 4 MB B
+// once per 8 rows of A (51% of the FMA peak on a Xeon), and streams B once with the N tiles
+// outermost (72%). The same GEMM with a 16 MB L2, and a 256^3 one (B 256 KiB), keep the order;
+// a 1x1 layer re-reading its 3 MB input per 8 output channels runs the positions outermost.
+TEST(Heuristics, AnOperandLargerThanL2IsStreamedOnce) {
+  auto opts_of = [](int64_t m, int64_t kk, int64_t n, int64_t l2) {
+    Graph g;
+    Plan p = matmul_plan(g, m, kk, n);
+    OptTarget avx512{64, 32};
+    avx512.l2_bytes = l2;
+    return default_opts(p.programs.at(0).ast, avx512);
+  };
+  std::vector<Opt> big = opts_of(1024, 1024, 1024, 1 << 20);
+  ASSERT_GE(big.size(), 2u);
+  EXPECT_EQ(big[big.size() - 2], (Opt{OptKind::Tile, 1, 1}));
+  EXPECT_EQ(big.back(), (Opt{OptKind::Parallel, 1, 16}));
+  for (std::vector<Opt> keep :
+       {opts_of(1024, 1024, 1024, 16 << 20), opts_of(256, 256, 256, 1 << 20)}) {
+    for (const Opt& o : keep) EXPECT_NE(o.kind, OptKind::Tile) << o.str();
+    EXPECT_EQ(keep.back(), (Opt{OptKind::Parallel, 0, keep.back().amount}));
+  }
+  // The applier takes the proposal: 16 tasks over N's 32 tiles.
+  Graph g;
+  Plan p = matmul_plan(g, 1024, 1024, 1024);
+  OptimizedKernel k = apply_opts(p.programs[0].ast, big);
+  EXPECT_EQ(k.ntasks, 16);
+
+  Graph g2;
+  g2.lowering().weight_panel = 16;
+  Tensor x = Tensor::input(g2, "x", dtypes::float32, {1, 256, 56, 56});
+  NDArray w(dtypes::float32, {128, 256, 1, 1});
+  g2.add_output(
+      "y",
+      conv(x, Tensor::weight(g2, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p2 = plan_graph(g2, {});
+  ASSERT_EQ(p2.programs.size(), 1u);
+  OptTarget avx512{64, 32};
+  std::vector<Opt> conv_opts = default_opts(p2.programs[0].ast, avx512);
+  const Opt* tile = nullptr;
+  for (const Opt& o : conv_opts)
+    if (o.kind == OptKind::Tile) tile = &o;
+  ASSERT_NE(tile, nullptr) << format_opts(conv_opts);
+  EXPECT_EQ(tile->amount, 1);
+  // The loop run outermost is the positions (3136), not the 128 output channels (r0).
+  EXPECT_NE(tile->range_id, 0) << format_opts(conv_opts);
+  EXPECT_EQ(conv_opts.back(), (Opt{OptKind::Parallel, tile->range_id, 16}));
 }
 
 }  // namespace

@@ -220,14 +220,36 @@ TEST(Variants, EachVariantIsTheSingleTargetCompileForItsCpu) {
     EXPECT_NE(std::find(best.begin(), best.end(), "dotprod"), best.end());
 }
 
+// The first two of the fleet have the same vector width (16 or 32 bytes), so the same weight
+// panels: the two-variant package stores each weight once.
 TEST(Variants, WeightsAreStoredOnceWhenTheLayoutsAgree) {
-  const fb::Package* f = verified_package(fat());
+  std::vector<std::string> same_width = {fleet()[0], fleet()[1]};
+  std::vector<uint8_t> pair = compile_for(same_width);
   std::vector<uint8_t> single = compile_for({fleet()[0]});
-  const fb::Package* s = verified_package(single);
-  EXPECT_EQ(f->constants()->size(), s->constants()->size());
+  EXPECT_EQ(verified_package(pair)->constants()->size(),
+            verified_package(single)->constants()->size());
+  std::string text = describe_package(pair, false);
+  EXPECT_NE(text.find("variants: 2"), std::string::npos) << text;
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(", 0 its own)"), 2u) << text;
+}
+
+// An AVX-512 variant packs weights in panels of 16 output channels (one zmm load per row), the
+// AVX2 ones in panels of 8: the fat package holds both layouts of w1 and says whose they are.
+TEST(Variants, AnAvx512VariantStoresItsOwnWeightPanels) {
+  if (TargetInfo::host().is_aarch64()) GTEST_SKIP() << "the AArch64 fleet has one vector width";
+  std::vector<uint8_t> single = compile_for({fleet()[0]});
+  EXPECT_GT(verified_package(fat())->constants()->size(),
+            verified_package(single)->constants()->size());
   std::string text = describe_package(fat(), false);
   EXPECT_NE(text.find("variants: " + std::to_string(fleet().size())), std::string::npos) << text;
-  EXPECT_NE(text.find(", 0 its own)"), std::string::npos) << text;
+  size_t v4 = text.find("x86-64-v4:");
+  ASSERT_NE(v4, std::string::npos) << text;
+  EXPECT_EQ(text.find(", 0 its own)", v4), std::string::npos) << text;
 }
 
 TEST(Variants, AnUnknownVariantNameIsAnInvalidArgument) {
