@@ -63,10 +63,16 @@ bool factor_remainder(const Linear& l, int64_t c, Linear* a_out, Linear* r_out, 
       else
         r.terms.push_back(t);
     }
-    a.k = floor_div(l.k, g);
-    r.k = floor_mod(l.k, g);
+    // The constant goes where it keeps R in [0, g): its least part that lifts R's terms to 0
+    // or more (a padded row's index, r1*4 + r2 - 5 with r1, r2 >= 1, keeps its -5 in R; the
+    // floor split would move -12 to A and leave R in [12, 23]).
     int64_t lo, hi;
-    if (!linear_bounds(r, &lo, &hi) || lo < 0 || hi >= g) continue;
+    if (!linear_bounds(r, &lo, &hi)) continue;
+    r.k = floor_mod(l.k + lo, g) - lo;
+    a.k = (l.k - r.k) / g;
+    lo += r.k;
+    hi += r.k;
+    if (lo < 0 || hi >= g) continue;
     *a_out = a;
     *r_out = r;
     *g_out = g;

@@ -206,9 +206,18 @@ class Lowerer {
     const UOp* v = simplify(valid);
     if (v->is_const(0)) return zero(node->dtype);
     const UOp* lin = linear_index(idx, node->shape());
-    const UOp* index =
-        v->is_const(1) ? lin : simplify(v->where(simplify_given(lin, v), ctx_.invalid()));
     const PlanBuffer& b = res_.buffers[static_cast<size_t>(buffer)];
+    const UOp* index = lin;
+    if (!v->is_const(1)) {
+      // The value only matters where v holds: every gate comes from a PAD or a GATHER, which
+      // selects its fill value elsewhere (WHERE(cond, value, fill)). An index that stays inside
+      // the buffer either way needs no gate, so a padded layer's weights and bias are plain
+      // loads (gated, they varied along the padded axes and the weights lost their reuse).
+      const UOp* given = simplify_given(lin, v);
+      index = given->vmin() >= 0 && given->vmax() < b.numel()
+                  ? given
+                  : simplify(v->where(given, ctx_.invalid()));
+    }
     const UOp* g = ctx_.make(Op::DEFINE_GLOBAL, DType::ptr(b.dtype.scalar, b.numel()), {},
                              int64_t{arg_for(buffer)});
     return ctx_.make(Op::LOAD, node->dtype, {ctx_.make(Op::INDEX, g->dtype, {g, index})});

@@ -298,6 +298,8 @@ const std::vector<GivenCase> kGivenCases = {
     {"x<0", "max(x,0)", "0"},
     {"0<x", "x//x", "1"},
     {"r0+r1<4", "(r0+r1)//4", "0"},  // a bound on a compound expression
+    {"0<r1&0<r2&r2<5", "(r0*12+r1*4+r2+-5)//48",
+     "r0//4"},  // a padded row: the constant stays in the remainder
 };
 TEST_F(Symbolic, SimplificationUnderAValidityCondition) {
   for (const GivenCase& g : kGivenCases) {

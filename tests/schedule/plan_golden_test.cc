@@ -172,6 +172,26 @@ TEST(PlanGolden, PaddingBecomesAGatedLoad) {
   EXPECT_EQ(gated, 1);
 }
 
+// Under a PAD only the loads whose address can leave their buffer are gated: a per-channel scale
+// read at the padded positions is in bounds either way (its value is dropped there), so it stays
+// a plain load that does not vary along the padded axes.
+TEST(PlanGolden, OnlyLoadsThatCanLeaveTheirBufferAreGatedUnderPadding) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
+  Tensor scale = Tensor::input(g, "scale", dtypes::float32, {1, 4, 1, 1});
+  g.add_output("y", x.mul(scale).pad({{0, 0}, {0, 0}, {1, 1}, {1, 1}}, 0.0).exp().uop());
+  Plan p = testing::plan_and_check(g);
+  ASSERT_EQ(p.launches.size(), 1u);
+  int gated = 0, plain = 0;
+  for (const UOp* u : p.programs[0].ast->toposort())
+    if (u->op == Op::LOAD) {
+      const UOp* idx = u->src[0]->src[1];
+      (idx->op == Op::WHERE && idx->src[2]->is_invalid() ? gated : plain) += 1;
+    }
+  EXPECT_EQ(gated, 1);  // x
+  EXPECT_EQ(plain, 1);  // the scale
+}
+
 TEST(PlanGolden, AReductionUnderAnOuterBroadcastIsKeptAndExplained) {
   // y[i, j] = x[i, j] - mean_i(x)[j]: inlining the mean into the (i, j) loops would recompute it
   // for every i, so the policy keeps it (with its epilogue, the division by the count) and says
@@ -332,6 +352,24 @@ TEST(PlanGolden, ConvolutionWeightsArePackedInPanelsOfEightOutputChannels) {
     for (int64_t c = 0; c < 4; ++c)
       for (int64_t k = 0; k < 9; ++k)
         ASSERT_EQ(data.get(((o / 8) * 36 + c * 9 + k) * 8 + o % 8).as_double(),
+                  static_cast<double>((o * 4 + c) * 9 + k));
+}
+
+// On a 16-lane target (weight_panel 16) the panels are 16 channels wide, (Co/16, C, kh, kw, 16):
+// a zmm of output channels is one load.
+TEST(PlanGolden, ConvolutionWeightPanelsAreTheTargetsVectorWide) {
+  Graph g;
+  g.lowering().weight_panel = 16;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
+  Tensor w = Tensor::weight(g, "w", iota_weight({32, 4, 3, 3}));
+  g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = testing::plan_and_check(g);
+  const NDArray& data = packed_conv_weight(g, p);
+  ASSERT_EQ(data.numel(), 32 * 36);
+  for (int64_t o = 0; o < 32; ++o)
+    for (int64_t c = 0; c < 4; ++c)
+      for (int64_t k = 0; k < 9; ++k)
+        ASSERT_EQ(data.get(((o / 16) * 36 + c * 9 + k) * 16 + o % 16).as_double(),
                   static_cast<double>((o * 4 + c) * 9 + k));
 }
 
