@@ -83,6 +83,17 @@ int64_t l2_bytes_of(const std::string& cpu, bool x86, bool avx512, bool avx2) {
   return 256 * kib;
 }
 
+// Two 512-bit FMA units: Intel's server cores (and this generation's features: AMX, AVX512-FP16,
+// which a virtual machine may report under a client CPU's name); Zen 5. Zen 4 and Intel's client
+// AVX-512 cores have the equivalent of one.
+bool two_512_bit_fma_units(const TargetInfo& t) {
+  for (const char* name :
+       {"skylake-avx512", "cascadelake", "cooperlake", "icelake-server", "sapphirerapids",
+        "emeraldrapids", "graniterapids", "graniterapids-d", "znver5"})
+    if (t.cpu() == name) return true;
+  return t.has_feature("amx-tile") || t.has_feature("avx512fp16");
+}
+
 }  // namespace
 
 bool TargetInfo::has_feature(const std::string& f) const {
@@ -152,6 +163,13 @@ TargetInfo TargetInfo::create(const TargetOptions& opts) {
     t.rounding_instructions_ = true;
     t.dot_product_ = t.has_feature("dotprod") ? DotProduct::ArmDot : DotProduct::None;
   }
+  if (t.is_x86())
+    t.fma_flops_per_cycle_ = !t.has_feature("fma")       ? 8
+                             : !t.has_feature("avx512f") ? 32
+                             : two_512_bit_fma_units(t)  ? 64
+                                                         : 32;
+  else
+    t.fma_flops_per_cycle_ = 16;
   t.l2_bytes_ = l2_bytes_of(t.cpu_, t.is_x86(), t.has_feature("avx512f"), t.has_feature("avx2"));
   return t;
 }

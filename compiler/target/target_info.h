@@ -74,6 +74,16 @@ class TargetInfo {
   // conservative figure for the ISA level): what a kernel's re-read operand must fit in to be
   // re-read from cache rather than from L3 or memory.
   int64_t l2_bytes() const { return l2_bytes_; }
+  // Peak float32 FMA flops per cycle per core: 2 x lanes x FMA units (64 on Intel's server
+  // AVX-512 cores with two 512-bit units, 32 on Zen 4's and AVX2's two 256-bit units, 16 on
+  // NEON's two 128-bit units).
+  int fma_flops_per_cycle() const { return fma_flops_per_cycle_; }
+  // Flops the core can do per byte it streams from memory: fma_flops_per_cycle() over
+  // kDramBytesPerCycle. A layer whose weights come from memory is bound by them below it.
+  double machine_balance() const { return fma_flops_per_cycle_ / kDramBytesPerCycle; }
+  // One core's share of memory bandwidth, in bytes per cycle: ~14 GB/s at ~3 GHz, what a
+  // single-threaded read reached on the Xeon and EPYC machines kiln is measured on.
+  static constexpr double kDramBytesPerCycle = 5.0;
 
   // The features a package built for this target requires at load: those of features() that
   // kiln_abi.h lists for the architecture (the ones the runtime can detect).
@@ -99,6 +109,7 @@ class TargetInfo {
   bool rounding_instructions_ = false;
   DotProduct dot_product_ = DotProduct::None;
   int64_t l2_bytes_ = 256 * 1024;
+  int fma_flops_per_cycle_ = 16;
   std::shared_ptr<llvm::TargetMachine> tm_;
 };
 

@@ -115,11 +115,29 @@ bool all_ones(const std::vector<int64_t>& v) {
 // gives C K / (C + K) >= 30 (7x7 layers: 64 -> 64 0.74x, 32 -> 32 1.00x, not taken). The
 // transformed weight is at most 64 MiB (a 1024 -> 1024 layer's F(4, 3) weight would be 151 MB of
 // package and compile-time memory).
-const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd) {
+//
+// In a model the weights are not in cache (resnet50's are 160 MB): each layer streams its
+// weight from memory, and Winograd's is points/9 times larger. With a balance of b flops per
+// byte, per C K the direct layer takes max(18 H W / b, 36) and the GEMMs max(2 P points / b,
+// 4 points) (flops and weight bytes); the GEMMs, which stream less well than they compute and
+// leave the transforms to pay for, must take at most 0.8 of the direct time. On a Xeon (b =
+// 12.8) a 7x7 F(2, 3) layer is then weight-bound (64 against 69): resnet18 ran 5% faster with
+// its 512-channel 7x7 layers direct; on an AVX2 or Zen 4 core (6.4) it pays (80 against 138);
+// 14x14 F(4, 3) layers pay on both (144 against 276).
+bool streams_pay(const Transform& t, int64_t n, int64_t h, int64_t wd, double balance) {
+  double p = static_cast<double>(n * tiles(h, t) * tiles(wd, t));
+  double points = static_cast<double>(t.points());
+  double direct = std::max(18.0 * static_cast<double>(n * h * wd) / balance, 36.0);
+  double gemms = std::max(2.0 * p * points / balance, 4.0 * points);
+  return gemms <= 0.8 * direct;
+}
+
+const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd, double balance) {
   if (k % kWeightPanel != 0) return nullptr;
   for (const Transform* t : {&kF4, &kF2}) {
     if (n * tiles(h, *t) * tiles(wd, *t) < 16) continue;
     if (t->points() * c * k * 4 > (int64_t{64} << 20)) return nullptr;
+    if (!streams_pay(*t, n, h, wd, balance)) return nullptr;
     return 2 * t->saved() * c * k >= 75 * t->points() * (c + k) ? t : nullptr;
   }
   return nullptr;
@@ -140,14 +158,15 @@ bool winograd_pays(const Tensor& x, const Tensor& w, int64_t groups,
     h += pads[0].first + pads[0].second;
     wd += pads[1].first + pads[1].second;
   }
-  return choose(x.dim(0), x.dim(1), w.dim(0), h, wd) != nullptr;
+  return choose(x.dim(0), x.dim(1), w.dim(0), h, wd, x.graph()->lowering().machine_balance) !=
+         nullptr;
 }
 
 Tensor winograd_conv3x3(const Tensor& xp, const Tensor& w) {
   Graph& g = *xp.graph();
   int64_t n = xp.dim(0), c = xp.dim(1), k = w.dim(0);
   int64_t h = xp.dim(2) - 2, wd = xp.dim(3) - 2;
-  const Transform* tp = choose(n, c, k, h, wd);
+  const Transform* tp = choose(n, c, k, h, wd, g.lowering().machine_balance);
   if (!tp) throw InternalError("winograd_conv3x3 for a layer winograd_pays refuses");
   const Transform& t = *tp;
   int64_t m = t.m, in = t.in(), points = t.points();

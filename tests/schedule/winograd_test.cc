@@ -7,6 +7,7 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/schedule/interpreter.h"
+#include "compiler/target/target_info.h"
 #include "compiler/tensor/eager.h"
 #include "compiler/tensor/nn.h"
 #include "compiler/tensor/winograd.h"
@@ -81,6 +82,7 @@ TEST(Winograd, IsTakenOnlyWhereItPays) {
                         : Tensor::input(g, "w", dtypes::float32, ws);
     return winograd_pays(in, w, 1, stride, dilation, {{1, 1}, {1, 1}});
   };
+  // (The graph's default machine balance, 6.4 flops per byte of memory: an AVX2 or Zen 4 core.)
   EXPECT_TRUE(taken({1, 64, 28, 28}, 64, {}, {}, 3, true));
   EXPECT_TRUE(taken({1, 64, 56, 56}, 16, {1, 1}, {1, 1}, 3, true));  // C K / (C + K) = 12.8
   EXPECT_TRUE(taken({1, 256, 14, 14}, 256, {}, {}, 3, true));        // 4x4 tiles
@@ -101,6 +103,29 @@ TEST(Winograd, IsTakenOnlyWhereItPays) {
   Tensor in = Tensor::input(off, "x", dtypes::float32, {1, 64, 28, 28});
   Tensor w = Tensor::weight(off, "w", random_weight({64, 64, 3, 3}, 1));
   EXPECT_FALSE(winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}}));
+}
+
+// Where a core computes twice as much per byte of memory (a Xeon's two 512-bit FMA units:
+// balance 12.8), a 7x7 layer's F(2x2) weight, 1.8x the direct one, is what bounds it: direct.
+// 4x4 tiles at 14x14 and larger maps still pay. The balance is the target's (kilnc sets it).
+TEST(Winograd, AWeightBoundLayerStaysDirectOnACoreThatComputesMorePerByte) {
+  auto taken = [](const Shape& x, int64_t k, double balance) {
+    Graph g;
+    g.lowering().machine_balance = balance;
+    Tensor in = Tensor::input(g, "x", dtypes::float32, x);
+    Tensor w = Tensor::weight(g, "w", random_weight({k, x[1], 3, 3}, 1));
+    return winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}});
+  };
+  EXPECT_TRUE(taken({1, 512, 7, 7}, 512, 6.4));
+  EXPECT_FALSE(taken({1, 512, 7, 7}, 512, 12.8));
+  EXPECT_TRUE(taken({1, 256, 14, 14}, 256, 12.8));
+  EXPECT_TRUE(taken({1, 64, 56, 56}, 64, 12.8));
+  EXPECT_TRUE(taken({4, 512, 7, 7}, 512, 12.8));  // a batch of 4: 64 tiles reuse each weight
+  EXPECT_DOUBLE_EQ(TargetInfo::create({"x86_64-linux-gnu", "sapphirerapids"}).machine_balance(),
+                   12.8);
+  EXPECT_DOUBLE_EQ(TargetInfo::create({"x86_64-linux-gnu", "znver4"}).machine_balance(), 6.4);
+  EXPECT_DOUBLE_EQ(TargetInfo::create({"x86_64-linux-gnu", "x86-64-v3"}).machine_balance(), 6.4);
+  EXPECT_EQ(TargetInfo::create({"aarch64-linux-gnu", "neoverse-n1"}).fma_flops_per_cycle(), 16);
 }
 
 }  // namespace
