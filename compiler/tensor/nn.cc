@@ -108,10 +108,12 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   Tensor w_packed = w;
   int64_t panel = panel_lanes(*w.graph(), co);
   if (panel != 0 && co > panel && cg > 1) {
-    // A constant weight with an odd number of panels (1000 classes: 125) gets a zero panel:
-    // a tile two vectors wide then reads whole panels, its last lanes in bounds (they compute
-    // channels that are never stored).
-    int64_t extra = is_constant(w) && (co / panel) % 2 == 1 ? panel : 0;
+    // A constant weight whose channels are not a whole number of vector pairs (1000 classes:
+    // 125 panels of 8, or 62.5 vectors of 16) gets zero channels up to one: a tile two vectors
+    // wide then reads whole panels, its last lanes in bounds (they compute channels that are
+    // never stored). 1000 -> 1008 on an 8-lane target, 1024 on a 16-lane one.
+    int64_t pair = 2 * std::max(panel, w.graph()->lowering().weight_panel);
+    int64_t extra = is_constant(w) && co % pair != 0 ? pair - co % pair : 0;
     if (extra) {
       std::vector<std::pair<int64_t, int64_t>> grow(static_cast<size_t>(w.ndim()), {0, 0});
       grow[0] = {0, extra};
