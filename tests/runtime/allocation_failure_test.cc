@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <set>
 
 #include "kiln/kiln.h"
@@ -81,6 +83,57 @@ TEST(AllocationFailure, EveryAllocationMayFail) {
   }
   std::printf("failed each of the %d allocations of load + session + run in turn\n", n - 1);
   EXPECT_GT(n, 10);
+}
+
+// Session creation writes every page of the arena it allocates (so the first run does not
+// page-fault inside its kernels): the allocator hands out poisoned memory, and the block of the
+// arena's size is all zeros once the session exists.
+struct Poisoning {
+  std::map<void*, size_t> live;
+};
+void* poisoning_alloc(void* self, size_t size, size_t alignment) {
+  void* p = nullptr;
+  if (posix_memalign(&p, alignment < sizeof(void*) ? sizeof(void*) : alignment, size ? size : 1))
+    return nullptr;
+  std::memset(p, 0xAB, size);
+  static_cast<Poisoning*>(self)->live[p] = size;
+  return p;
+}
+void poisoning_free(void* self, void* p) {
+  static_cast<Poisoning*>(self)->live.erase(p);
+  std::free(p);
+}
+
+TEST(SessionArena, IsWrittenWhenTheSessionIsCreated) {
+  std::vector<uint8_t> pkg = kiln::testing::read_bytes(kiln::testing::package_path("convnet"));
+  Poisoning pz;
+  kiln_allocator a{&pz, poisoning_alloc, poisoning_free};
+  kiln_model_options mo;
+  kiln_model_options_init(&mo);
+  mo.allocator = &a;
+  kiln_model* m = nullptr;
+  ASSERT_EQ(kiln_model_load_memory(pkg.data(), pkg.size(), &mo, &m), KILN_OK);
+  size_t arena = 0, align = 0;
+  ASSERT_EQ(kiln_model_arena_requirements(m, &arena, &align), KILN_OK);
+  ASSERT_GT(arena, 4096u);
+  std::set<void*> before;
+  for (const auto& [p, n] : pz.live) before.insert(p);
+  kiln_session_options so;
+  kiln_session_options_init(&so);
+  kiln_session* s = nullptr;
+  ASSERT_EQ(kiln_session_create(m, &so, &s), KILN_OK);
+  int arenas = 0;
+  for (const auto& [p, n] : pz.live) {
+    if (before.count(p) || n != arena) continue;
+    ++arenas;
+    const auto* b = static_cast<const uint8_t*>(p);
+    size_t poisoned = 0;
+    for (size_t i = 0; i < n; ++i) poisoned += b[i] == 0xAB;
+    EXPECT_EQ(poisoned, 0u) << "of " << n << " arena bytes";
+  }
+  EXPECT_EQ(arenas, 1);
+  kiln_session_release(s);
+  EXPECT_EQ(kiln_model_release(m), KILN_OK);
 }
 
 }  // namespace
