@@ -19,6 +19,33 @@ Plan matmul_plan(Graph& g, int64_t m, int64_t k, int64_t n) {
   return plan_graph(g, {});
 }
 
+// default_opts of the convolution kernel of an x-shaped input and a zero weight of shape w
+// (stride 1, `pad` on each side of H and W, direct: no Winograd), in a graph whose weights are
+// packed in panels of `panel`.
+std::vector<Opt> conv_kernel_opts(const Shape& x, const Shape& w, int64_t pad, int64_t panel,
+                                  const OptTarget& t) {
+  Graph g;
+  g.lowering().winograd = false;
+  g.lowering().weight_panel = panel;
+  Tensor in = Tensor::input(g, "x", dtypes::float32, x);
+  NDArray wv(dtypes::float32, w);
+  g.add_output("y", conv(in, Tensor::weight(g, "w", wv), nullptr,
+                         {{1, 1}, {{pad, pad}, {pad, pad}}, {1, 1}, 1})
+                        .uop());
+  Plan p = plan_graph(g, {});
+  for (const auto& prog : p.programs)
+    if (is_contraction_kernel(prog.ast)) return default_opts(prog.ast, t);
+  ADD_FAILURE() << "no convolution kernel";
+  return {};
+}
+
+std::vector<Opt> upcasts_of(const std::vector<Opt>& opts) {
+  std::vector<Opt> ups;
+  for (const Opt& o : opts)
+    if (o.kind == OptKind::Upcast) ups.push_back(o);
+  return ups;
+}
+
 std::string opt_error(const UOp* ast, std::vector<Opt> opts) {
   try {
     apply_opts(ast, opts);
@@ -302,17 +329,8 @@ TEST(Heuristics, AnOperandLargerThanL2IsStreamedOnce) {
   OptimizedKernel k = apply_opts(p.programs[0].ast, big);
   EXPECT_EQ(k.ntasks, 16);
 
-  Graph g2;
-  g2.lowering().weight_panel = 16;
-  Tensor x = Tensor::input(g2, "x", dtypes::float32, {1, 256, 56, 56});
-  NDArray w(dtypes::float32, {128, 256, 1, 1});
-  g2.add_output(
-      "y",
-      conv(x, Tensor::weight(g2, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p2 = plan_graph(g2, {});
-  ASSERT_EQ(p2.programs.size(), 1u);
   OptTarget avx512{64, 32};
-  std::vector<Opt> conv_opts = default_opts(p2.programs[0].ast, avx512);
+  std::vector<Opt> conv_opts = conv_kernel_opts({1, 256, 56, 56}, {128, 256, 1, 1}, 0, 16, avx512);
   const Opt* tile = nullptr;
   for (const Opt& o : conv_opts)
     if (o.kind == OptKind::Tile) tile = &o;
@@ -324,19 +342,7 @@ TEST(Heuristics, AnOperandLargerThanL2IsStreamedOnce) {
 
   // A 48 -> 16 3x3 layer at 96x128 (a U-Net's decoder): W's 4 lane tiles re-read the weights
   // least, but the 96 rows give every task work (4 tasks ran 1.16x faster on 2 threads).
-  Graph g3;
-  g3.lowering().winograd = false;
-  Tensor x3 = Tensor::input(g3, "x", dtypes::float32, {1, 48, 96, 128});
-  NDArray w3(dtypes::float32, {16, 48, 3, 3});
-  g3.add_output(
-      "y",
-      conv(x3, Tensor::weight(g3, "w", w3), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
-  Plan p3 = plan_graph(g3, {});
-  const UOp* conv_ast = nullptr;
-  for (const auto& prog : p3.programs)
-    if (is_contraction_kernel(prog.ast)) conv_ast = prog.ast;
-  ASSERT_NE(conv_ast, nullptr);
-  std::vector<Opt> rows_opts = default_opts(conv_ast, avx512);
+  std::vector<Opt> rows_opts = conv_kernel_opts({1, 48, 96, 128}, {16, 48, 3, 3}, 1, 16, avx512);
   ASSERT_GE(rows_opts.size(), 2u);
   EXPECT_EQ(rows_opts[rows_opts.size() - 2], (Opt{OptKind::Tile, 1, 1})) << format_opts(rows_opts);
   EXPECT_EQ(rows_opts.back(), (Opt{OptKind::Parallel, 1, 16})) << format_opts(rows_opts);
@@ -348,18 +354,7 @@ TEST(Heuristics, AnOperandLargerThanL2IsStreamedOnce) {
 // squeezenet's classifier 1.96 -> 1.58 ms on a Xeon). AVX2 keeps 16 channels (two vectors).
 TEST(Heuristics, AnAxisOfHalfVectorsTakesWholeOnesWhereItsLoadsStayInBounds) {
   auto upcasts = [](int64_t panel, OptTarget t) {
-    Graph g;
-    g.lowering().weight_panel = panel;
-    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, 13, 13});
-    NDArray w(dtypes::float32, {1000, 512, 1, 1});
-    g.add_output(
-        "y",
-        conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-    Plan p = plan_graph(g, {});
-    std::vector<Opt> ups;
-    for (const Opt& o : default_opts(p.programs.at(0).ast, t))
-      if (o.kind == OptKind::Upcast) ups.push_back(o);
-    return ups;
+    return upcasts_of(conv_kernel_opts({1, 512, 13, 13}, {1000, 512, 1, 1}, 0, panel, t));
   };
   OptTarget avx512{64, 32}, avx2{32, 16};
   avx512.masked_vectors = avx2.masked_vectors = true;

@@ -340,54 +340,42 @@ NDArray iota_weight(const Shape& shape) {
   return w;
 }
 
-TEST(PlanGolden, ConvolutionWeightsArePackedInPanelsOfEightOutputChannels) {
+// A 3x3 convolution of 4 channels to `co` with an iota weight, planned in a graph whose panel
+// width is `weight_panel`: its packed weight is (stored/lanes, C, kh, kw, lanes), element
+// [o/lanes][c][y][x][o%lanes] holding w[o][c][y][x] and zero for the padding channels o >= co.
+void expect_panels(int64_t co, int64_t weight_panel, int64_t stored, int64_t lanes) {
   Graph g;
+  g.lowering().weight_panel = weight_panel;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
-  Tensor w = Tensor::weight(g, "w", iota_weight({16, 4, 3, 3}));
+  Tensor w = Tensor::weight(g, "w", iota_weight({co, 4, 3, 3}));
   g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
   Plan p = testing::plan_and_check(g);
   const NDArray& data = packed_conv_weight(g, p);
-  // (Co/8, C, kh, kw, 8): element [o/8][c][y][x][o%8] is w[o][c][y][x].
-  for (int64_t o = 0; o < 16; ++o)
+  ASSERT_EQ(data.numel(), stored * 36);
+  for (int64_t o = 0; o < stored; ++o)
     for (int64_t c = 0; c < 4; ++c)
       for (int64_t k = 0; k < 9; ++k)
-        ASSERT_EQ(data.get(((o / 8) * 36 + c * 9 + k) * 8 + o % 8).as_double(),
-                  static_cast<double>((o * 4 + c) * 9 + k));
+        ASSERT_EQ(data.get(((o / lanes) * 36 + c * 9 + k) * lanes + o % lanes).as_double(),
+                  o < co ? static_cast<double>((o * 4 + c) * 9 + k) : 0.0)
+            << "channel " << o;
+}
+
+TEST(PlanGolden, ConvolutionWeightsArePackedInPanelsOfEightOutputChannels) {
+  expect_panels(16, 8, 16, 8);
 }
 
 // On a 16-lane target (weight_panel 16) the panels are 16 channels wide, (Co/16, C, kh, kw, 16):
 // a zmm of output channels is one load.
 TEST(PlanGolden, ConvolutionWeightPanelsAreTheTargetsVectorWide) {
-  Graph g;
-  g.lowering().weight_panel = 16;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
-  Tensor w = Tensor::weight(g, "w", iota_weight({32, 4, 3, 3}));
-  g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p = testing::plan_and_check(g);
-  const NDArray& data = packed_conv_weight(g, p);
-  ASSERT_EQ(data.numel(), 32 * 36);
-  for (int64_t o = 0; o < 32; ++o)
-    for (int64_t c = 0; c < 4; ++c)
-      for (int64_t k = 0; k < 9; ++k)
-        ASSERT_EQ(data.get(((o / 16) * 36 + c * 9 + k) * 16 + o % 16).as_double(),
-                  static_cast<double>((o * 4 + c) * 9 + k));
+  expect_panels(32, 16, 32, 16);
 }
 
 // 24 output channels are 3 panels: a fourth, zero panel lets a 16-lane tile read whole panels
-// in bounds (its extra lanes compute channels that are never stored).
+// in bounds (its extra lanes compute channels that are never stored). On a 16-lane target they
+// are padded to 32 as well, in two panels of 16.
 TEST(PlanGolden, ConvolutionWeightsWithAnOddPanelCountGetAZeroPanel) {
-  Graph g;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
-  Tensor w = Tensor::weight(g, "w", iota_weight({24, 4, 3, 3}));
-  g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p = testing::plan_and_check(g);
-  const NDArray& data = packed_conv_weight(g, p);
-  ASSERT_EQ(data.numel(), 32 * 36);
-  for (int64_t o = 0; o < 32; ++o)
-    for (int64_t c = 0; c < 4; ++c)
-      for (int64_t k = 0; k < 9; ++k)
-        ASSERT_EQ(data.get(((o / 8) * 36 + c * 9 + k) * 8 + o % 8).as_double(),
-                  o < 24 ? static_cast<double>((o * 4 + c) * 9 + k) : 0.0);
+  expect_panels(24, 8, 32, 8);
+  expect_panels(24, 16, 32, 16);
 }
 
 TEST(PlanGolden, DepthwiseWeightsArePackedWithOutputChannelsInnermost) {
