@@ -412,9 +412,9 @@ int64_t remaining_of(const UOp* r, const std::vector<Opt>& opts) {
 // the product operands that do not depend on it; when those exceed L2 they come from L3 or
 // memory each time, which a 2-FMA-port core cannot feed (a GEMM's B streamed once per 8 rows of
 // A ran at 51% of the FMA peak on a Xeon; a 1x1 layer re-reading its 3 MB input once per 8
-// output channels at 25%). The outermost loop is then the one whose iterations times re-read
-// bytes is least, among loops with iterations enough for the tasks: the weights (in L2) are
-// re-read per tile of positions, the input streams once. nullptr: keep the loop order.
+// output channels at 25%). Another loop goes outermost instead, one that re-reads fewer bytes
+// in all (iterations times re-read bytes) and has iterations enough for the tasks: the weights
+// (in L2) are re-read per tile of positions, the input streams once. nullptr: keep the order.
 const UOp* streaming_order(const UOp* ast, const KernelRanges& kr, const std::vector<Opt>& opts,
                            const OptTarget& t) {
   std::vector<const UOp*> loads = product_loads(ast);
