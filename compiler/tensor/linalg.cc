@@ -1,7 +1,5 @@
 #include "compiler/tensor/linalg.h"
 
-#include <algorithm>
-
 #include "compiler/support/error.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/weight_layout.h"
@@ -22,16 +20,10 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   // (N/P, K, P), read back as (K, N): a kernel's vector of N lanes walks one panel, contiguous
   // across K.
   // N not a whole number of vector pairs (a classifier's 1000 on 16 lanes) gets zero columns up
-  // to one, as a convolution's channels do (nn.cc): the tile then takes two whole vectors.
+  // to one (packed_in_vector_pairs), as a convolution's channels do.
   int64_t panel = b.ndim() == 2 ? panel_lanes(*b.graph(), b.dim(1)) : 0;
-  if (panel != 0 && is_constant(b) && b.dim(1) > panel && b.dim(0) >= kWeightPanel) {
-    int64_t n = b.dim(1), pair = 2 * std::max(panel, b.graph()->lowering().weight_panel);
-    if (n % pair == 0)
-      b = packed_in_panels(b, 1);
-    else
-      b = packed_in_panels(b.pad({{0, 0}, {0, pair - n % pair}}, 0.0), 1)
-              .shrink({{0, b.dim(0)}, {0, n}});
-  }
+  if (panel != 0 && is_constant(b) && b.dim(1) > panel && b.dim(0) >= kWeightPanel)
+    b = packed_in_vector_pairs(b, 1);
   // (..., m, k) -> (..., m, 1, k);  (..., k, n) -> (..., 1, n, k);  product summed over k.
   Tensor x = a.unsqueeze(-2);
   Tensor y = b.transpose(-1, -2).unsqueeze(-3);

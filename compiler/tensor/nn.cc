@@ -108,21 +108,8 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvPara
   Tensor w_packed = w;
   int64_t panel = panel_lanes(*w.graph(), co);
   if (panel != 0 && co > panel && cg > 1) {
-    // A constant weight whose channels are not a whole number of vector pairs (1000 classes:
-    // 125 panels of 8, or 62.5 vectors of 16) gets zero channels up to one: a tile two vectors
-    // wide then reads whole panels, its last lanes in bounds (they compute channels that are
-    // never stored). 1000 -> 1008 on an 8-lane target, 1024 on a 16-lane one.
-    int64_t pair = 2 * std::max(panel, w.graph()->lowering().weight_panel);
-    int64_t extra = is_constant(w) && co % pair != 0 ? pair - co % pair : 0;
-    if (extra) {
-      std::vector<std::pair<int64_t, int64_t>> grow(static_cast<size_t>(w.ndim()), {0, 0});
-      grow[0] = {0, extra};
-      std::vector<std::pair<int64_t, int64_t>> keep;
-      for (int64_t j = 0; j < w.ndim(); ++j) keep.push_back({0, w.dim(j)});
-      w_packed = packed_in_panels(w.pad(grow, 0.0), 0).shrink(keep);
-    } else {
-      w_packed = packed_in_panels(w, 0);
-    }
+    // A constant weight gets zero channels up to a vector pair (packed_in_vector_pairs).
+    w_packed = is_constant(w) ? packed_in_vector_pairs(w, 0) : packed_in_panels(w, 0);
   } else {
     std::vector<int64_t> to_co_last, from_co_last;
     for (int64_t j = 1; j < w.ndim(); ++j) to_co_last.push_back(j);

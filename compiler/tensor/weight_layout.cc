@@ -1,5 +1,7 @@
 #include "compiler/tensor/weight_layout.h"
 
+#include <algorithm>
+
 #include "compiler/support/error.h"
 
 namespace kiln {
@@ -53,6 +55,16 @@ Tensor packed_in_panels(const Tensor& w, int64_t axis) {
     panels = panels.contiguous();
   }
   return panels.permute(back).reshape(w.shape());
+}
+
+Tensor packed_in_vector_pairs(const Tensor& w, int64_t axis) {
+  int64_t n = w.dim(axis);
+  int64_t pair = 2 * std::max(panel_lanes(*w.graph(), n), w.graph()->lowering().weight_panel);
+  if (n % pair == 0) return packed_in_panels(w, axis);
+  std::vector<std::pair<int64_t, int64_t>> grow(static_cast<size_t>(w.ndim()), {0, 0}), keep;
+  grow[static_cast<size_t>(axis)] = {0, pair - n % pair};
+  for (int64_t j = 0; j < w.ndim(); ++j) keep.push_back({0, w.dim(j)});
+  return packed_in_panels(w.pad(grow, 0.0), axis).shrink(keep);
 }
 
 Tensor materialized(const Tensor& t) {

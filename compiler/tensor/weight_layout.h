@@ -36,6 +36,13 @@ int64_t panel_lanes(const Graph& g, int64_t n);
 // of the view).
 Tensor packed_in_panels(const Tensor& w, int64_t axis);
 
+// A constant `w` packed in panels along `axis` (packed_in_panels) with zero elements appended
+// to that axis up to a whole number of vector pairs, 2 x max(panel_lanes, the graph's panel
+// width) (1000 classes: 1008 on an 8-lane target, 1024 on a 16-lane one), read back with w's
+// shape: a tile two vectors wide then reads whole panels, its last lanes in bounds (they
+// compute elements that are never stored). The padding is not part of the view.
+Tensor packed_in_vector_pairs(const Tensor& w, int64_t axis);
+
 // t itself if it is a buffer (a model input, a weight) or a reshape of one, else t materialized
 // (CONTIGUOUS): an integer kernel's uint8 operand, read many times, must not be recomputed inline.
 Tensor materialized(const Tensor& t);

@@ -287,10 +287,7 @@ TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVector
     NDArray w(dtypes::float32, {320, 1280});
     g.add_output("y", matmul(a, Tensor::weight(g, "w", w)).uop());
     Plan p = plan_graph(g, {});
-    std::vector<Opt> ups;
-    for (const Opt& o : default_opts(p.programs.at(0).ast, t))
-      if (o.kind == OptKind::Upcast) ups.push_back(o);
-    return ups;
+    return upcasts_of(default_opts(p.programs.at(0).ast, t));
   };
   OptTarget avx512{64, 32}, avx2{32, 16};
   EXPECT_EQ(upcasts(49, avx512),
@@ -371,9 +368,7 @@ TEST(Heuristics, AnAxisOfHalfVectorsTakesWholeOnesWhereItsLoadsStayInBounds) {
   NDArray w(dtypes::float32, {1280, 1000});
   g.add_output("y", matmul(h, Tensor::weight(g, "w", w)).uop());
   Plan p = plan_graph(g, {});
-  std::vector<Opt> ups;
-  for (const Opt& o : default_opts(p.programs.at(0).ast, avx512))
-    if (o.kind == OptKind::Upcast) ups.push_back(o);
+  std::vector<Opt> ups = upcasts_of(default_opts(p.programs.at(0).ast, avx512));
   ASSERT_FALSE(ups.empty());
   EXPECT_EQ(ups.back().amount, 32) << format_opts(ups);
 }
