@@ -233,6 +233,11 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     for (const Opt& o : tile) a *= o.amount;
     return a;
   };
+  // Whether the store scatters lane axis vec's lanes (its index is not contiguous along it).
+  const UOp* store = store_of(ast);
+  auto scatters = [&](const UOp* vec) {
+    return store && stride_of(store->src[0]->src[1], vec) != 1;
+  };
   struct TilePlan {
     const UOp* vec;
     int64_t lanes;
@@ -243,6 +248,10 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // A lane axis that only takes a small divisor (a depthwise convolution's 14-wide W: 2) is
     // padded to one vector instead when masked accesses are cheap.
     if (lanes < width) lanes = lane_count(size_of(vec), width, item, t.masked_vectors);
+    // An odd axis's largest divisor (3025 = 55x55 positions: 25) is a vector and a remnant:
+    // whole vectors instead, the last group masked.
+    else if ((lanes & (lanes - 1)) != 0)
+      lanes = lane_count(size_of(vec), std::max(1, t.lane_vectors) * width, item, t.masked_vectors);
     // Half a vector (1000 channels take 8 of 16 lanes) fills each accumulator half: one whole
     // vector instead, its last group masked, when the loads along the axis stay in bounds.
     int64_t whole = (size_of(vec) + width - 1) / width * width;
@@ -290,9 +299,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // Not when the store scatters the lanes (a Winograd output transform: channels contiguous
     // in its input, planes apart in its output): each vector is 16 lines written at once, and
     // 8 of them ran 0.072 ms where 2 ran 0.050 (squeezenet's 128-channel transform).
-    const UOp* st = store_of(ast);
-    bool scattered = st && stride_of(st->src[0]->src[1], vec) != 1;
-    if (lanes % width == 0 && !scattered)
+    if (lanes % width == 0 && !scatters(vec))
       for (int64_t v = std::min<int64_t>(8, accumulators); v > lanes / width; --v)
         if (size_of(vec) % (v * width) == 0) {
           int64_t positions = accumulators_of(width, tile);
@@ -344,6 +351,25 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     return static_cast<double>(std::max<int64_t>(1, p.lanes / width) + positions) /
            (static_cast<double>(accumulators_of(p.lanes, p.tile)) * filled);
   };
+  // Memory operations per useful FMA, the stores included: an accumulator is stored once per
+  // output, after its reduction's FMAs; a store that scatters its lanes (output channels as
+  // lanes in an NCHW map, planes apart) is one store per lane. With few FMAs per output (a 1x1
+  // layer over 16 input channels) that outweighs the loads: squeezenet's 16 -> 64 expansion at
+  // 55x55 ran 0.093 ms with channels as lanes, 0.060 with positions.
+  double fmas_per_output = 0;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::REDUCE) {
+      double n = 1;
+      for (size_t i = 1; i < u->src.size(); ++i) n *= static_cast<double>(size_of(u->src[i]));
+      fmas_per_output += n;
+    }
+  auto memory_ops_per_fma = [&](const TilePlan& p) {
+    double lanes_used = static_cast<double>(size_of(p.vec)) /
+                        static_cast<double>((size_of(p.vec) + p.lanes - 1) / p.lanes * p.lanes);
+    double filled = static_cast<double>(std::min(p.lanes, width)) / static_cast<double>(width);
+    double stores = scatters(p.vec) ? static_cast<double>(width) : 1.0;
+    return (loads_per_fma(p) + stores / (std::max(1.0, fmas_per_output) * filled)) / lanes_used;
+  };
   TilePlan plan;
   if (ranked.empty()) {
     // No clean vector axis: the store's contiguous axis, as for elementwise kernels.
@@ -357,10 +383,13 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // Among the equally ranked lane axes (a convolution's W and output channels), the one whose
     // tile loads least per FMA: output channels x 4 positions load 6 per 8 FMAs, W x 8 channels
     // 9 (a 64-channel 3x3 layer at 56x56 ran 37% faster).
+    // A lane axis whose store scatters is weighed against every other (positions that a vector
+    // does not divide: 3025 = 55x55, the last group masked).
     plan = plan_for(ranked[0].second);
-    for (size_t i = 1; i < ranked.size() && ranked[i].first == ranked[0].first; ++i) {
+    bool all = scatters(plan.vec);
+    for (size_t i = 1; i < ranked.size() && (all || ranked[i].first == ranked[0].first); ++i) {
       TilePlan other = plan_for(ranked[i].second);
-      if (loads_per_fma(other) < loads_per_fma(plan)) plan = std::move(other);
+      if (memory_ops_per_fma(other) < memory_ops_per_fma(plan)) plan = std::move(other);
     }
   }
   const UOp* vec = plan.vec;
@@ -419,10 +448,12 @@ int64_t remaining_of(const UOp* r, const std::vector<Opt>& opts) {
 // A ran at 51% of the FMA peak on a Xeon; a 1x1 layer re-reading its 3 MB input once per 8
 // output channels at 25%). Another loop goes outermost instead, one that re-reads fewer bytes
 // in all (iterations times re-read bytes) and has iterations enough for the tasks: the weights
-// (in L2) are re-read per tile of positions, the input streams once. nullptr: keep the order.
+// (in L2) are re-read per tile of positions, the input streams once. Also when the operands fit
+// but the outermost loop gives too few tasks (below). nullptr: keep the order.
 const UOp* streaming_order(const UOp* ast, const KernelRanges& kr, const std::vector<Opt>& opts,
                            const OptTarget& t) {
   std::vector<const UOp*> loads = product_loads(ast);
+  const UOp* st = store_of(ast);
   auto reread = [&](const UOp* r) {
     int64_t bytes = 0;
     for (const UOp* l : loads)
@@ -435,7 +466,32 @@ const UOp* streaming_order(const UOp* ast, const KernelRanges& kr, const std::ve
       outer = r;
       break;
     }
-  if (!outer || reread(outer) <= t.l2_bytes) return nullptr;
+  if (!outer) return nullptr;
+  if (reread(outer) <= t.l2_bytes) {
+    // The operands fit, but the outermost loop leaves few tasks (16 output channels in tiles of
+    // 8: 2): a loop with tasks enough goes outermost when what it re-reads stays in cache (a
+    // small layer's weights): squeezenet's 64 -> 16 squeeze layer at 55x55 ran 0.125 ms on 2
+    // threads with 2 tasks, 0.071 with 16.
+    if (remaining_of(outer, opts) >= t.max_tasks / 2 || !st) return nullptr;
+    const UOp* lane = nullptr;  // the last upcast
+    for (const Opt& o : opts)
+      if (o.kind == OptKind::Upcast)
+        for (const UOp* r : kr.loops)
+          if (r->range().id == o.range_id) lane = r;
+    if (!lane || stride_of(st->src[0]->src[1], lane) != 1) return nullptr;
+    const UOp* most = nullptr;
+    for (const UOp* r : kr.loops) {
+      int64_t n = remaining_of(r, opts), stride = stride_of(st->src[0]->src[1], r);
+      // Each task's share of a row (a map's positions) spans several cache lines, so that
+      // neighbouring tasks do not write the same line of every output plane.
+      int64_t run = (n + t.max_tasks - 1) / t.max_tasks * ((size_of(r) + n - 1) / n) * stride *
+                    std::max(1, st->src[1]->dtype.itemsize());
+      if (r != outer && n >= t.max_tasks / 2 && stride > 0 && run >= 256 &&
+          4 * reread(r) <= t.l2_bytes && (!most || n > remaining_of(most, opts)))
+        most = r;
+    }
+    return most;
+  }
   auto cost = [&](const UOp* r) {
     return static_cast<double>(remaining_of(r, opts)) * static_cast<double>(reread(r));
   };
