@@ -119,6 +119,11 @@ int64_t stride_of(const UOp* idx, const UOp* r) {
       coef += t->src[1]->cval().i;  // a panel of groups (the dot-product layout: 4 per lane)
     } else if (is_block_index(t, r)) {
       // (r / c) * s: selects the panel; lanes within one block do not move it
+    } else if (t->op == Op::MUL && t->src[1]->op == Op::CONST && t->src[0]->op == Op::ADD) {
+      // (r + k) * s: a window's row, y + ky, times the row pitch
+      int64_t inner = stride_of(t->src[0], r);
+      if (inner < 0) return -1;
+      coef += inner * t->src[1]->cval().i;
     } else {
       for (const UOp* x : t->ranges())
         if (x == r) return -1;
@@ -274,12 +279,20 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // output axis): a few rows anyway, as independent accumulators, so the window's FMAs are not
     // one dependent chain per vector; a stride-1 window's rows overlap, so they share loads too
     // (a 14x14 depthwise layer ran 1.6x faster with 2 rows; 4 were slower at 28x28).
+    bool rows_anyway = false;
     if (tile.empty() && lanes >= width / 2)
       for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
         const UOp* r = *it;
         if (r == vec) continue;
         int64_t up = size_of(r) % 2 == 0 ? 2 : 1;
         if (up > 1) tile.push_back({OptKind::Upcast, r->range().id, up});
+        // Whether the rows' windows overlap: a load steps along r by a multiple (at most the
+        // window's extent) of its step along a reduce range (a 3x3 window's input row y + ky).
+        for (const UOp* l : loads)
+          for (const UOp* red : kr.reduces) {
+            int64_t a = load_stride(l, r), w = load_stride(l, red);
+            if (up > 1 && a > 0 && w > 0 && a % w == 0 && a / w < size_of(red)) rows_anyway = true;
+          }
         break;
       }
     // One vector on the lane axis when that lets the broadcast axes fill the budget (7x7 maps:
@@ -299,7 +312,10 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // Not when the store scatters the lanes (a Winograd output transform: channels contiguous
     // in its input, planes apart in its output): each vector is 16 lines written at once, and
     // 8 of them ran 0.072 ms where 2 ran 0.050 (squeezenet's 128-channel transform).
-    if (lanes % width == 0 && !scatters(vec))
+    // Nor when the rows above share their windows' loads: a 112-wide depthwise layer took 7
+    // vectors of one row (a load per FMA) and ran 0.218 ms, with 2 rows of one vector 0.115 (a
+    // resize's rows share nothing: its 8 vectors stay).
+    if (lanes % width == 0 && !scatters(vec) && !rows_anyway)
       for (int64_t v = std::min<int64_t>(8, accumulators); v > lanes / width; --v)
         if (size_of(vec) % (v * width) == 0) {
           int64_t positions = accumulators_of(width, tile);

@@ -448,5 +448,29 @@ TEST(Heuristics, AnOuterLoopOfFewTasksGivesWayToOneOfMany) {
   }
 }
 
+// A depthwise layer's vector operand (its input) varies along every output axis, so the tile
+// takes a second row as independent accumulators; the rows' 3x3 windows overlap (input row
+// y + ky), so two rows of one vector share loads where eight vectors of one row need a load per
+// FMA. mobilenet_v2's 112-wide layer took 7 vectors and ran 0.218 ms, 2 rows of 16 lanes 0.115.
+TEST(Heuristics, OverlappingWindowRowsKeepTheirRowTileOnWideMaps) {
+  Graph g;
+  g.lowering().weight_panel = 16;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 112, 112});
+  NDArray w(dtypes::float32, {32, 1, 3, 3});
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 32}).uop());
+  Plan p = plan_graph(g, {});
+  const UOp* ast = nullptr;
+  for (const auto& prog : p.programs)
+    if (is_contraction_kernel(prog.ast)) ast = prog.ast;
+  ASSERT_NE(ast, nullptr);
+  OptTarget avx512{64, 32};
+  avx512.masked_vectors = true;
+  // r0: channels, r1: rows, r2: W (the lane axis).
+  EXPECT_EQ(upcasts_of(default_opts(ast, avx512)),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 2}, {OptKind::Upcast, 2, 16}}));
+}
+
 }  // namespace
 }  // namespace kiln
