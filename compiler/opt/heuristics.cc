@@ -357,21 +357,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // many accumulators (a 14x14 1x1 layer over 576 channels: 64 channels x 4 positions load 8
     // per 16 FMAs, 16 channels x 16 padded positions 17: mobilenet_v2's took 0.181 ms with the
     // latter, 0.161 with the tuner's choice, the former).
-    auto tile_cost = [&](int64_t l, const std::vector<Opt>& tl) {
-      int64_t positions = 1;
-      double used =
-          static_cast<double>(size_of(vec)) / static_cast<double>((size_of(vec) + l - 1) / l * l);
-      for (const Opt& o : tl)
-        for (const UOp* r : kr.loops)
-          if (r->range().id == o.range_id) {
-            positions *= o.amount;
-            used *= static_cast<double>(size_of(r)) /
-                    static_cast<double>((size_of(r) + o.amount - 1) / o.amount * o.amount);
-          }
-      double filled = static_cast<double>(std::min(l, width)) / static_cast<double>(width);
-      return static_cast<double>(std::max<int64_t>(1, l / width) + positions) /
-             (static_cast<double>(accumulators_of(l, tl)) * filled * used);
-    };
+    // The share of a tile's positions that are not padding.
     auto padding_of = [&](const std::vector<Opt>& tl) {
       double used = 1;
       for (const Opt& o : tl)
@@ -380,6 +366,15 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
             used *= static_cast<double>(size_of(r)) /
                     static_cast<double>((size_of(r) + o.amount - 1) / o.amount * o.amount);
       return used;
+    };
+    auto tile_cost = [&](int64_t l, const std::vector<Opt>& tl) {
+      int64_t positions = 1;
+      for (const Opt& o : tl) positions *= o.amount;
+      double used = padding_of(tl) * static_cast<double>(size_of(vec)) /
+                    static_cast<double>((size_of(vec) + l - 1) / l * l);
+      double filled = static_cast<double>(std::min(l, width)) / static_cast<double>(width);
+      return static_cast<double>(std::max<int64_t>(1, l / width) + positions) /
+             (static_cast<double>(accumulators_of(l, tl)) * filled * used);
     };
     if (lanes % width == 0 && !tile.empty() && !rows_anyway)
       for (int64_t v = 2; v <= 8; v *= 2) {
