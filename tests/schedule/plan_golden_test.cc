@@ -192,6 +192,30 @@ TEST(PlanGolden, OnlyLoadsThatCanLeaveTheirBufferAreGatedUnderPadding) {
   EXPECT_EQ(plain, 1);  // the scale
 }
 
+// An embedding lookup feeding a matmul is written out once: inlined, every load of the
+// reduction looked its row up and checked it against the table (a transformer's first
+// projection ran at 78 GFLOP/s that way, 162 after the gathered rows were a buffer). Read
+// elementwise, the gather stays inlined.
+TEST(PlanGolden, GatheredRowsReadInAReductionAreWrittenOnce) {
+  Graph g;
+  NDArray ids(dtypes::int32, {8});
+  for (int64_t i = 0; i < 8; ++i) ids.set(i, ConstValue::of_int((i * 7) % 50));
+  Tensor table = Tensor::input(g, "table", dtypes::float32, {50, 16});
+  Tensor w = Tensor::input(g, "w", dtypes::float32, {16, 32});
+  Tensor rows = table.gather(Tensor::weight(g, "ids", ids), 0);
+  g.add_output("y", matmul(rows, w).uop());
+  Plan p = testing::plan_and_check(g);
+  ASSERT_EQ(p.launches.size(), 2u);
+  bool explained = false;
+  for (const auto& line : p.fusion_log)
+    explained |= line.find("kept (gathered rows read in a reduction)") != std::string::npos;
+  EXPECT_TRUE(explained);
+  Graph e;
+  Tensor t2 = Tensor::input(e, "table", dtypes::float32, {50, 16});
+  e.add_output("y", t2.gather(Tensor::weight(e, "ids", ids), 0).exp().uop());
+  EXPECT_EQ(testing::plan_and_check(e).launches.size(), 1u);
+}
+
 TEST(PlanGolden, AReductionUnderAnOuterBroadcastIsKeptAndExplained) {
   // y[i, j] = x[i, j] - mean_i(x)[j]: inlining the mean into the (i, j) loops would recompute it
   // for every i, so the policy keeps it (with its epilogue, the division by the count) and says
