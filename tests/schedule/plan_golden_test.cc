@@ -214,6 +214,14 @@ TEST(PlanGolden, GatheredRowsReadInAReductionAreWrittenOnce) {
   Tensor t2 = Tensor::input(e, "table", dtypes::float32, {50, 16});
   e.add_output("y", t2.gather(Tensor::weight(e, "ids", ids), 0).exp().uop());
   EXPECT_EQ(testing::plan_and_check(e).launches.size(), 1u);
+  // Rows chosen by the reduction itself (a sum over looked-up rows, as a resize's taps are)
+  // stay inlined: writing them out would copy every tap.
+  Graph bag;
+  NDArray ids2(dtypes::int32, {4, 3});
+  for (int64_t i = 0; i < 12; ++i) ids2.set(i, ConstValue::of_int((i * 11) % 50));
+  Tensor t3 = Tensor::input(bag, "table", dtypes::float32, {50, 16});
+  bag.add_output("y", t3.gather(Tensor::weight(bag, "ids", ids2), 0).sum({1}, false).uop());
+  EXPECT_EQ(testing::plan_and_check(bag).launches.size(), 1u);
 }
 
 TEST(PlanGolden, AReductionUnderAnOuterBroadcastIsKeptAndExplained) {
