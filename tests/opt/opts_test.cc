@@ -20,17 +20,17 @@ Plan matmul_plan(Graph& g, int64_t m, int64_t k, int64_t n) {
 }
 
 // default_opts of the convolution kernel of an x-shaped input and a zero weight of shape w
-// (stride 1, `pad` on each side of H and W, direct: no Winograd), in a graph whose weights are
-// packed in panels of `panel`.
+// (stride 1, `pad` on each side of H and W, `group` groups, direct: no Winograd), in a graph
+// whose weights are packed in panels of `panel`.
 std::vector<Opt> conv_kernel_opts(const Shape& x, const Shape& w, int64_t pad, int64_t panel,
-                                  const OptTarget& t) {
+                                  const OptTarget& t, int64_t group = 1) {
   Graph g;
   g.lowering().winograd = false;
   g.lowering().weight_panel = panel;
   Tensor in = Tensor::input(g, "x", dtypes::float32, x);
   NDArray wv(dtypes::float32, w);
   g.add_output("y", conv(in, Tensor::weight(g, "w", wv), nullptr,
-                         {{1, 1}, {{pad, pad}, {pad, pad}}, {1, 1}, 1})
+                         {{1, 1}, {{pad, pad}, {pad, pad}}, {1, 1}, group})
                         .uop());
   Plan p = plan_graph(g, {});
   for (const auto& prog : p.programs)
@@ -454,22 +454,10 @@ TEST(Heuristics, AnOuterLoopOfFewTasksGivesWayToOneOfMany) {
 // y + ky), so two rows of one vector share loads where eight vectors of one row need a load per
 // FMA. mobilenet_v2's 112-wide layer took 7 vectors and ran 0.218 ms, 2 rows of 16 lanes 0.115.
 TEST(Heuristics, OverlappingWindowRowsKeepTheirRowTileOnWideMaps) {
-  Graph g;
-  g.lowering().weight_panel = 16;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 112, 112});
-  NDArray w(dtypes::float32, {32, 1, 3, 3});
-  g.add_output(
-      "y",
-      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 32}).uop());
-  Plan p = plan_graph(g, {});
-  const UOp* ast = nullptr;
-  for (const auto& prog : p.programs)
-    if (is_contraction_kernel(prog.ast)) ast = prog.ast;
-  ASSERT_NE(ast, nullptr);
   OptTarget avx512{64, 32};
   avx512.masked_vectors = true;
   // r0: channels, r1: rows, r2: W (the lane axis).
-  EXPECT_EQ(upcasts_of(default_opts(ast, avx512)),
+  EXPECT_EQ(upcasts_of(conv_kernel_opts({1, 32, 112, 112}, {32, 1, 3, 3}, 1, 16, avx512, 32)),
             (std::vector<Opt>{{OptKind::Upcast, 1, 2}, {OptKind::Upcast, 2, 16}}));
 }
 
@@ -501,18 +489,9 @@ TEST(Heuristics, WiderLanesReplaceAPaddedTile) {
 // layers at 7x7: 0.35 -> 0.23 ms). On AVX2 the 8 lanes are a whole vector: the window unrolls.
 TEST(Heuristics, AHalfVectorAloneKeepsItsWindowRolled) {
   auto unrolls = [](const OptTarget& t) {
-    Graph g;
-    g.lowering().weight_panel = 8;
-    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 7, 7});
-    NDArray w(dtypes::float32, {64, 1, 5, 5});
-    g.add_output(
-        "y",
-        conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{2, 2}, {2, 2}}, {1, 1}, 64}).uop());
-    Plan p = plan_graph(g, {});
     int n = 0;
-    for (const auto& prog : p.programs)
-      if (is_contraction_kernel(prog.ast))
-        for (const Opt& o : default_opts(prog.ast, t)) n += o.kind == OptKind::Unroll;
+    for (const Opt& o : conv_kernel_opts({1, 64, 7, 7}, {64, 1, 5, 5}, 2, 8, t, 64))
+      n += o.kind == OptKind::Unroll;
     return n;
   };
   OptTarget avx512{64, 32}, avx2{32, 16};
