@@ -353,10 +353,6 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
         lanes *= 2;
       }
     }
-    // More vectors beside fewer tile positions, when that loads less per useful FMA with as
-    // many accumulators (a 14x14 1x1 layer over 576 channels: 64 channels x 4 positions load 8
-    // per 16 FMAs, 16 channels x 16 padded positions 17: mobilenet_v2's took 0.181 ms with the
-    // latter, 0.161 with the tuner's choice, the former).
     // The share of a tile's positions that are not padding.
     auto padding_of = [&](const std::vector<Opt>& tl) {
       double used = 1;
@@ -376,6 +372,10 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       return static_cast<double>(std::max<int64_t>(1, l / width) + positions) /
              (static_cast<double>(accumulators_of(l, tl)) * filled * used);
     };
+    // More vectors beside fewer tile positions, when that loads less per useful FMA with as
+    // many accumulators (a 14x14 1x1 layer over 576 channels: 64 channels x 4 positions load 8
+    // per 16 FMAs, 16 channels x 16 padded positions 17: mobilenet_v2's took 0.181 ms with the
+    // latter, 0.161 with the tuner's choice, the former).
     if (lanes % width == 0 && !tile.empty() && !rows_anyway)
       for (int64_t v = 2; v <= 8; v *= 2) {
         int64_t l = v * width;
