@@ -48,6 +48,11 @@ bool worth_padding(int64_t n, int64_t lanes) {
   return 4 * (total - n) <= total;
 }
 
+// The share of n's elements that are not padding when it is covered by groups of `amount`.
+double used_share(int64_t n, int64_t amount) {
+  return static_cast<double>(n) / static_cast<double>((n + amount - 1) / amount * amount);
+}
+
 // The largest divisor of n that is at most `cap`, preferring powers of two.
 int64_t pick_divisor(int64_t n, int64_t cap) {
   for (int64_t p = cap; p >= 2; p /= 2)
@@ -343,7 +348,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       for (const UOp* r : kr.loops)
         if (r->range().id == tile[0].range_id) n = size_of(r);
       auto cost = [&](int64_t vectors, int64_t up) {
-        double used = static_cast<double>(n) / static_cast<double>((n + up - 1) / up * up);
+        double used = used_share(n, up);
         return static_cast<double>(vectors + up) / static_cast<double>(vectors * up) / used;
       };
       int64_t v = lanes / width, up = tile[0].amount;
@@ -358,16 +363,13 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       double used = 1;
       for (const Opt& o : tl)
         for (const UOp* r : kr.loops)
-          if (r->range().id == o.range_id)
-            used *= static_cast<double>(size_of(r)) /
-                    static_cast<double>((size_of(r) + o.amount - 1) / o.amount * o.amount);
+          if (r->range().id == o.range_id) used *= used_share(size_of(r), o.amount);
       return used;
     };
     auto tile_cost = [&](int64_t l, const std::vector<Opt>& tl) {
       int64_t positions = 1;
       for (const Opt& o : tl) positions *= o.amount;
-      double used = padding_of(tl) * static_cast<double>(size_of(vec)) /
-                    static_cast<double>((size_of(vec) + l - 1) / l * l);
+      double used = padding_of(tl) * used_share(size_of(vec), l);
       double filled = static_cast<double>(std::min(l, width)) / static_cast<double>(width);
       return static_cast<double>(std::max<int64_t>(1, l / width) + positions) /
              (static_cast<double>(accumulators_of(l, tl)) * filled * used);
@@ -421,8 +423,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       fmas_per_output += n;
     }
   auto memory_ops_per_fma = [&](const TilePlan& p) {
-    double lanes_used = static_cast<double>(size_of(p.vec)) /
-                        static_cast<double>((size_of(p.vec) + p.lanes - 1) / p.lanes * p.lanes);
+    double lanes_used = used_share(size_of(p.vec), p.lanes);
     double filled = static_cast<double>(std::min(p.lanes, width)) / static_cast<double>(width);
     double stores = scatters(p.vec) ? static_cast<double>(width) : 1.0;
     return (loads_per_fma(p) + stores / (std::max(1.0, fmas_per_output) * filled)) / lanes_used;
