@@ -33,7 +33,9 @@ extern "C" {
 /* ---- package format version (Provenance.format_major / format_minor) ---- */
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
-#define KILN_ABI_FORMAT_MINOR 3u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs */
+#define KILN_ABI_FORMAT_MINOR                                   \
+  4u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
+      * 4: symbolic dims */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
@@ -168,6 +170,7 @@ enum {
   KILN_ABI_PACKAGE_STATIC_KERNELS_ID,
   KILN_ABI_PACKAGE_SIGNATURE,
   KILN_ABI_PACKAGE_VARIANTS,
+  KILN_ABI_PACKAGE_SYMBOLS, /* format 2.4 */
   KILN_ABI_PACKAGE_FIELD_COUNT
 };
 enum {
@@ -189,7 +192,30 @@ enum {
   KILN_ABI_TENSOR_INFO_DTYPE,
   KILN_ABI_TENSOR_INFO_SHAPE,
   KILN_ABI_TENSOR_INFO_SLOT,
+  KILN_ABI_TENSOR_INFO_AXIS_SYMBOLS,   /* format 2.4 */
+  KILN_ABI_TENSOR_INFO_EXTENTS,        /* format 2.4 */
+  KILN_ABI_TENSOR_INFO_EXTENT_OFFSETS, /* format 2.4 */
   KILN_ABI_TENSOR_INFO_FIELD_COUNT
+};
+enum {
+  KILN_ABI_SYMBOL_NAME,
+  KILN_ABI_SYMBOL_MIN,
+  KILN_ABI_SYMBOL_MAX,
+  KILN_ABI_SYMBOL_FIELD_COUNT
+};
+/* The opcodes of an output extent's postfix program (TensorInfo.extents). CONST and VAR take the
+ * next int64 as their operand (a value; a symbol index); the others pop b, then a, and push
+ * a op b. IDIV truncates toward zero and MOD takes the dividend's sign (C), as the compiler's
+ * index arithmetic does; a division by zero is an invalid program. */
+enum {
+  KILN_ABI_EXTENT_CONST = 0,
+  KILN_ABI_EXTENT_VAR = 1,
+  KILN_ABI_EXTENT_ADD = 2,
+  KILN_ABI_EXTENT_MUL = 3,
+  KILN_ABI_EXTENT_IDIV = 4,
+  KILN_ABI_EXTENT_MOD = 5,
+  KILN_ABI_EXTENT_MAX = 6,
+  KILN_ABI_EXTENT_MIN = 7
 };
 enum {
   KILN_ABI_KERNEL_NAME,
@@ -257,7 +283,10 @@ enum {
 #define KILN_ABI_MAX_LAUNCH_ARGS (1u << 26) /* over all launches */
 #define KILN_ABI_MAX_TASKS (1u << 20)       /* per launch */
 #define KILN_ABI_MAX_FEATURES 64u
-#define KILN_ABI_MAX_VARIANTS 16u /* the package itself and 15 more */
+#define KILN_ABI_MAX_VARIANTS 16u       /* the package itself and 15 more */
+#define KILN_ABI_MAX_SYMBOLS 16u        /* symbolic dims (a session holds their values inline) */
+#define KILN_ABI_MAX_EXTENT_PROGRAM 64u /* int64 words per output axis's extent program */
+#define KILN_ABI_MAX_EXTENT_STACK 16u
 
 /* The byte offset of field |index| in a FlatBuffers vtable (flatc's VT_ constants). */
 #define KILN_ABI_VTABLE_OFFSET(index) (4 + 2 * (index))

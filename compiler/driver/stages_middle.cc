@@ -11,6 +11,7 @@
 #include "compiler/schedule/memory_plan.h"
 #include "compiler/schedule/merge_loops.h"
 #include "compiler/schedule/parallel_groups.h"
+#include "compiler/schedule/split_loops.h"
 #include "compiler/support/error.h"
 #include "compiler/support/file.h"
 #include "compiler/support/sha256.h"
@@ -96,8 +97,9 @@ void rangeify_run(Compilation& c) {
   plan.inputs = std::move(r.inputs);
   plan.outputs = std::move(r.outputs);
   plan.fusion_log = std::move(r.fusion_log);
+  plan.symbols = c.a.graph->symbols();
   c.a.rangeified = std::move(r.kernels);
-  for (RangeifiedKernel& k : c.a.rangeified) k.ast = merge_loops(k.ast);
+  for (RangeifiedKernel& k : c.a.rangeified) k.ast = split_loops(merge_loops(k.ast));
   if (c.options.explain_fusion) {
     c.log << "--- fusion decisions (policy: " << policy.name() << ") ---\n";
     for (const auto& line : plan.fusion_log) c.log << line << "\n";
@@ -178,6 +180,10 @@ std::string plan_summary(const Plan& plan, bool json) {
        << ", \"arena_lower_bound_bytes\": " << plan.memory.lower_bound_bytes
        << ", \"constant_bytes\": " << plan.constant_bytes() << ", \"group_sizes\": [";
     for (size_t g = 0; g < plan.groups.size(); ++g) os << (g ? ", " : "") << plan.groups[g].size();
+    os << "], \"symbols\": [";
+    for (size_t i = 0; i < plan.symbols.size(); ++i)
+      os << (i ? ", " : "") << "{\"name\": \"" << plan.symbols[i].name
+         << "\", \"min\": " << plan.symbols[i].min << ", \"max\": " << plan.symbols[i].max << "}";
     os << "]}";
     return os.str();
   }
@@ -186,16 +192,19 @@ std::string plan_summary(const Plan& plan, bool json) {
   os << "arena: " << plan.memory.arena_bytes << " bytes (lower bound "
      << plan.memory.lower_bound_bytes << ")\n";
   os << "constants: " << plan.constant_bytes() << " bytes\n";
+  for (const Symbol& sy : plan.symbols)
+    os << "symbol " << sy.name << ": [" << sy.min << ", " << sy.max
+       << "] (buffers and the arena are planned at the maximum)\n";
   os << plan_kernels_text(plan, false);
   for (const KernelProgram& p : plan.programs) {
     os << p.name << ":";
     for (const UOp* r : p.ast->ranges())
-      os << " r" << r->range().id << "[" << r->src[0]->cval().i << "]";
+      os << " r" << r->range().id << "[" << render(r->src[0]) << "]";
     for (const UOp* n : p.ast->toposort())
       if (n->op == Op::REDUCE) {
         os << " reduce(" << op_name(n->op_arg());
         for (size_t i = 1; i < n->src.size(); ++i)
-          os << " r" << n->src[i]->range().id << "[" << n->src[i]->src[0]->cval().i << "]";
+          os << " r" << n->src[i]->range().id << "[" << render(n->src[i]->src[0]) << "]";
         os << ")";
       }
     os << "\n";

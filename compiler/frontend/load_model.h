@@ -11,8 +11,10 @@
 namespace kiln {
 
 struct ModelOptions {
-  std::map<std::string, Shape> shapes;    // input shapes by name
-  std::map<std::string, int64_t> dims;    // values of ONNX dim parameters by name
+  std::map<std::string, Shape> shapes;  // input shapes by name
+  std::map<std::string, int64_t> dims;  // values of ONNX dim parameters by name
+  // ONNX dim parameters kept symbolic (`--dim seq=1..512`): name -> [min, max].
+  std::map<std::string, std::pair<int64_t, int64_t>> dim_ranges;
   std::map<std::string, NDArray> frozen;  // ONNX inputs made constants, with their values
   LoweringOptions lowering;               // the tensor layer's choices (Winograd convolutions)
 };

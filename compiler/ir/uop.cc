@@ -121,7 +121,8 @@ size_t hash_arg(const Arg& a) {
     size_t operator()(const ReduceArg& r) const { return mix(size_t(r.op), hash_ints(r.axes)); }
     size_t operator()(const VarArg& v) const {
       return mix(std::hash<std::string>{}(v.name),
-                 mix(std::hash<int64_t>{}(v.min), std::hash<int64_t>{}(v.max)));
+                 mix(std::hash<int64_t>{}(v.min),
+                     mix(std::hash<int64_t>{}(v.max), std::hash<int64_t>{}(v.slot))));
     }
     size_t operator()(Op o) const { return size_t(o) + 1; }
     size_t operator()(const std::vector<ConstValue>& v) const {
@@ -159,7 +160,8 @@ std::string arg_str(const Arg& a) {
       return std::string(op_name(r.op)) + " axes=" + ints_str(r.axes);
     }
     std::string operator()(const VarArg& v) const {
-      return v.name + "[" + std::to_string(v.min) + ".." + std::to_string(v.max) + "]";
+      return v.name + "[" + std::to_string(v.min) + ".." + std::to_string(v.max) + "] slot " +
+             std::to_string(v.slot);
     }
     std::string operator()(Op o) const { return op_name(o); }
     std::string operator()(const std::vector<ConstValue>& v) const {
@@ -409,8 +411,8 @@ UOpPtr Context::range(int64_t end, int64_t id, AxisKind kind) {
 UOpPtr Context::range(UOpPtr end, int64_t id, AxisKind kind) {
   return make(Op::RANGE, dtypes::index, {end}, RangeArg{id, kind});
 }
-UOpPtr Context::variable(const std::string& name, int64_t min, int64_t max) {
-  return make(Op::DEFINE_VAR, dtypes::index, {}, VarArg{name, min, max});
+UOpPtr Context::variable(const std::string& name, int64_t min, int64_t max, int64_t slot) {
+  return make(Op::DEFINE_VAR, dtypes::index, {}, VarArg{name, min, max, slot});
 }
 
 }  // namespace kiln

@@ -88,11 +88,13 @@ struct ReduceArg {
   bool operator==(const ReduceArg&) const = default;
 };
 
-// DEFINE_VAR: a named symbolic integer with inclusive bounds.
+// DEFINE_VAR: a named symbolic integer with inclusive bounds. `slot` is its position in the
+// values a kernel receives at run time (the ABI's `vars`; the package's symbol index).
 struct VarArg {
   std::string name;
   int64_t min = 0;
   int64_t max = 0;
+  int64_t slot = 0;
   bool operator==(const VarArg&) const = default;
 };
 
@@ -226,7 +228,7 @@ class Context {
   UOpPtr range(int64_t end, int64_t id, AxisKind kind = AxisKind::Loop);
   UOpPtr range(UOpPtr end, int64_t id, AxisKind kind = AxisKind::Loop);
   // A symbolic integer in [min, max].
-  UOpPtr variable(const std::string& name, int64_t min, int64_t max);
+  UOpPtr variable(const std::string& name, int64_t min, int64_t max, int64_t slot = 0);
 
   size_t size() const { return nodes_.size(); }
 

@@ -11,6 +11,7 @@
 
 #include "compiler/codegen/llvm/module_builder.h"
 #include "compiler/jit/kernel_timer.h"
+#include "compiler/schedule/extents.h"
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
 #include "compiler/tensor/tensor.h"
@@ -27,7 +28,7 @@ struct FfiKernel::Impl {
 
 FfiKernel::FfiKernel(void* fn, size_t nargs) : impl_(std::make_unique<Impl>()) {
   impl_->fn = fn;
-  impl_->types.assign(nargs, &ffi_type_pointer);
+  impl_->types.assign(nargs + 1, &ffi_type_pointer);  // the buffers, then vars
   impl_->types.push_back(&ffi_type_uint32);
   impl_->types.push_back(&ffi_type_uint32);
   if (ffi_prep_cif(&impl_->cif, FFI_DEFAULT_ABI, static_cast<unsigned>(impl_->types.size()),
@@ -37,10 +38,13 @@ FfiKernel::FfiKernel(void* fn, size_t nargs) : impl_(std::make_unique<Impl>()) {
 FfiKernel::~FfiKernel() = default;
 FfiKernel::FfiKernel(FfiKernel&&) noexcept = default;
 
-void FfiKernel::call(const std::vector<void*>& buffers, uint32_t task, uint32_t ntasks) const {
+void FfiKernel::call(const std::vector<void*>& buffers, const int64_t* vars, uint32_t task,
+                     uint32_t ntasks) const {
   std::vector<void*> values;
   std::vector<void*> ptrs = buffers;
   for (void*& p : ptrs) values.push_back(&p);
+  const int64_t* v = vars;
+  values.push_back(&v);
   values.push_back(&task);
   values.push_back(&ntasks);
   ffi_call(const_cast<ffi_cif*>(&impl_->cif), FFI_FN(impl_->fn), nullptr, values.data());
@@ -135,26 +139,86 @@ JitProgram::JitProgram(const Plan& plan, std::unique_ptr<JitKernels> kernels)
 
 JitProgram::~JitProgram() = default;
 
+namespace {
+
+// Copies the box [0, box) between two row-major arrays of one rank (a symbolic input into its
+// buffer laid out at the bounds, or an output's valid region out of it).
+void copy_box(const uint8_t* src, const Shape& src_shape, uint8_t* dst, const Shape& dst_shape,
+              const Shape& box, size_t item) {
+  size_t rank = box.size();
+  if (shape_numel(box) == 0) return;
+  if (rank == 0) {
+    std::memcpy(dst, src, item);
+    return;
+  }
+  std::vector<int64_t> ss(rank, 1), ds(rank, 1);
+  for (size_t i = rank - 1; i-- > 0;) {
+    ss[i] = ss[i + 1] * src_shape[i + 1];
+    ds[i] = ds[i + 1] * dst_shape[i + 1];
+  }
+  size_t row = static_cast<size_t>(box[rank - 1]) * item;
+  std::vector<int64_t> at(rank, 0);
+  while (true) {
+    int64_t so = 0, d = 0;
+    for (size_t i = 0; i + 1 < rank; ++i) {
+      so += at[i] * ss[i];
+      d += at[i] * ds[i];
+    }
+    std::memcpy(dst + static_cast<size_t>(d) * item, src + static_cast<size_t>(so) * item, row);
+    size_t i = rank - 1;
+    while (i-- > 0) {
+      if (++at[i] < box[i]) break;
+      at[i] = 0;
+    }
+    if (i == SIZE_MAX) return;
+  }
+}
+
+}  // namespace
+
 std::map<std::string, NDArray> JitProgram::run(const Graph& g,
                                                const std::map<std::string, NDArray>& inputs) const {
   const Plan& plan = plan_;
   // The arena, 64-byte aligned.
-  std::vector<uint8_t> arena_store(static_cast<size_t>(plan.memory.arena_bytes + 64));
+  // Filled with 0xff (NaN for floats): a kernel that reads a slot before it is written, or past
+  // a symbolic extent, shows in the outputs rather than reading zeros.
+  std::vector<uint8_t> arena_store(static_cast<size_t>(plan.memory.arena_bytes + 64), 0xff);
   uint8_t* arena =
       arena_store.data() + (64 - reinterpret_cast<uintptr_t>(arena_store.data()) % 64) % 64;
   std::vector<void*> ptr(plan.buffers.size(), nullptr);
   std::vector<NDArray> in_copies;
   in_copies.reserve(plan.inputs.size());
+  std::vector<std::string> names;
+  std::vector<Shape> static_shapes, shapes;
+  std::vector<std::vector<const UOp*>> extents;
   for (int id : plan.inputs) {
     const PlanBuffer& b = plan.buffer(id);
     auto it = inputs.find(b.name);
     if (it == inputs.end()) throw Error("no value for input '" + b.name + "'");
-    if (it->second.shape() != b.shape || it->second.dtype() != b.dtype)
+    if (it->second.dtype() != b.dtype || (plan.symbols.empty() && it->second.shape() != b.shape))
       throw Error("input '" + b.name + "' is " + it->second.dtype().str() +
                   shape_str(it->second.shape()) + ", the model wants " + b.dtype.str() +
                   shape_str(b.shape));
-    in_copies.push_back(it->second);
-    ptr[static_cast<size_t>(id)] = in_copies.back().data();
+    names.push_back(b.name);
+    static_shapes.push_back(b.shape);
+    shapes.push_back(it->second.shape());
+    extents.push_back(b.extents);
+  }
+  // Symbolic sizes: bound from the inputs' shapes, each input copied into its buffer laid out at
+  // the bounds (the rest stays zero).
+  std::vector<int64_t> vars = bind_symbols(plan.symbols, names, static_shapes, extents, shapes);
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const PlanBuffer& b = plan.buffer(plan.inputs[i]);
+    const NDArray& given = inputs.at(b.name);
+    if (given.shape() == b.shape) {
+      in_copies.push_back(given);
+    } else {
+      in_copies.emplace_back(b.dtype, b.shape);
+      std::memset(in_copies.back().data(), 0xff, static_cast<size_t>(in_copies.back().nbytes()));
+      copy_box(given.data(), given.shape(), in_copies.back().data(), b.shape, given.shape(),
+               static_cast<size_t>(b.dtype.itemsize()));
+    }
+    ptr[static_cast<size_t>(b.id)] = in_copies.back().data();
   }
   std::map<std::string, NDArray> outputs;
   for (const PlanBuffer& b : plan.buffers) {
@@ -165,6 +229,7 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
       ptr[static_cast<size_t>(b.id)] = outputs.at(b.name).data();
     }
   }
+  vars.push_back(0);  // never empty: data() is a valid pointer
   for (const MemorySlot& s : plan.memory.slots)
     ptr[static_cast<size_t>(s.buffer)] = arena + s.offset;
   for (const auto& group : plan.groups)
@@ -174,8 +239,19 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
       for (int b : l.args) args.push_back(ptr[static_cast<size_t>(b)]);
       uint32_t n = static_cast<uint32_t>(l.ntasks);
       for (uint32_t t = 0; t < n; ++t)
-        jit_->kernel(static_cast<size_t>(l.program)).call(args, t, n);
+        jit_->kernel(static_cast<size_t>(l.program)).call(args, vars.data(), t, n);
     }
+  // A symbolic output: its valid region, at the shape its extents give.
+  for (int id : plan.outputs) {
+    const PlanBuffer& b = plan.buffer(id);
+    if (b.extents.empty()) continue;
+    Shape shape;
+    for (const UOp* e : b.extents) shape.push_back(eval_extent(e, vars));
+    NDArray out(b.dtype, shape);
+    copy_box(outputs.at(b.name).data(), b.shape, out.data(), shape, shape,
+             static_cast<size_t>(b.dtype.itemsize()));
+    outputs.at(b.name) = std::move(out);
+  }
   return outputs;
 }
 

@@ -23,7 +23,8 @@ namespace kiln {
 
 class TargetInfo;
 
-// A raw kernel: void f(void* a0, ..., void* aN, uint32_t task, uint32_t ntasks), called via libffi.
+// A raw kernel: void f(void* a0, ..., void* aN, const int64_t* vars, uint32_t task,
+// uint32_t ntasks), called via libffi. `vars` holds the symbols' values (slot order).
 class FfiKernel {
  public:
   FfiKernel(void* fn, size_t nargs);
@@ -31,7 +32,8 @@ class FfiKernel {
   FfiKernel(const FfiKernel&) = delete;
   FfiKernel& operator=(const FfiKernel&) = delete;
   FfiKernel(FfiKernel&&) noexcept;
-  void call(const std::vector<void*>& buffers, uint32_t task, uint32_t ntasks) const;
+  void call(const std::vector<void*>& buffers, const int64_t* vars, uint32_t task,
+            uint32_t ntasks) const;
 
  private:
   struct Impl;

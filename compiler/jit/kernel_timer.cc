@@ -80,6 +80,15 @@ std::vector<std::optional<double>> time_candidates(const KernelProgram& p, const
   JitKernels jit(code, host);
 
   Buffers buf = make_buffers(p.ast);
+  // A kernel with symbolic sizes is timed at their upper bounds (the plan's worst case).
+  std::vector<int64_t> vars;
+  for (const UOp* u : p.ast->toposort())
+    if (u->op == Op::DEFINE_VAR) {
+      size_t slot = static_cast<size_t>(u->var().slot);
+      if (vars.size() <= slot) vars.resize(slot + 1, 0);
+      vars[slot] = u->var().max;
+    }
+  vars.push_back(0);  // never empty: data() is a valid pointer
   size_t out_bytes = static_cast<size_t>(buf.counts[0] * buf.dtypes[0].itemsize());
   uint8_t* out = static_cast<uint8_t*>(buf.ptrs[0]);
   std::vector<uint8_t> reference;
@@ -89,7 +98,7 @@ std::vector<std::optional<double>> time_candidates(const KernelProgram& p, const
     const FfiKernel& fn = jit.kernel(index[i]);
     uint32_t n = static_cast<uint32_t>(ntasks[index[i]]);
     auto run_once = [&] {
-      for (uint32_t task = 0; task < n; ++task) fn.call(buf.ptrs, task, n);
+      for (uint32_t task = 0; task < n; ++task) fn.call(buf.ptrs, vars.data(), task, n);
     };
     std::memset(out, 0, out_bytes);
     run_once();  // warm-up, and the output to check

@@ -36,8 +36,14 @@ OptTarget opt_target(const TargetInfo& t, OptLevel level) {
 
 namespace {
 
+// A range's size; for a symbolic range, its upper bound (the heuristics weigh the worst case;
+// default_opts leaves such ranges whole).
 int64_t size_of(const UOp* r) {
-  return r->src[0]->cval().i;
+  return r->src[0]->vmax();
+}
+
+bool is_symbolic(const UOp* r) {
+  return r->src[0]->op != Op::CONST;
 }
 
 // A cost rule, not legality (the applier refuses padding beyond kMaxUpcastPadding): padding an
@@ -196,6 +202,9 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
     const UOp* r = *it;
     if (size_of(r) % width != 0 && size_of(r) < width) continue;
+    // A symbolic axis is a lane axis only when its smallest run-time size fills a vector (a
+    // batch of 1..8 as lanes would compute 8 lanes for 1).
+    if (is_symbolic(r) && (r->src[0]->vmin() < width || size_of(r) % width != 0)) continue;
     bool contiguous = false, gathers = false;
     for (const UOp* l : loads) {
       int64_t st = load_stride(l, r);
@@ -225,10 +234,13 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       // are masked: their loads read element 0 and their stores are skipped). A 27-wide map
       // takes 4 (7 groups, 1 of 28 lanes idle) rather than nothing, 7- and 13-wide maps 8; a
       // 14-wide map keeps 2.
+      // A symbolic axis takes a divisor of its bound no larger than its smallest run-time size
+      // (the lanes past the size are computed for nothing: at most half of them).
       int64_t exact = 1, padded = 1, n = size_of(r);
-      for (int64_t p = budget; p >= 2 && exact == 1; p /= 2)
+      int64_t cap = is_symbolic(r) ? std::max<int64_t>(2, r->src[0]->vmin()) : budget;
+      for (int64_t p = std::min(budget, cap); p >= 2 && exact == 1; p /= 2)
         if (n % p == 0) exact = p;
-      for (int64_t p = budget; p >= 2 && padded == 1; p /= 2)
+      for (int64_t p = budget; p >= 2 && padded == 1 && !is_symbolic(r); p /= 2)
         if (worth_padding(n, p)) padded = p;
       int64_t up = padded >= 4 * exact ? padded : exact;
       if (up > 1) {
@@ -255,6 +267,9 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   };
   auto plan_for = [&](const UOp* vec) {
     int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
+    // A symbolic lane axis: lanes that divide its bound, no padding choices (the lanes past
+    // the run-time size read and write the buffers' padding, inside the bound).
+    if (is_symbolic(vec)) return TilePlan{vec, lanes, tile_for(vec, lanes)};
     // A lane axis that only takes a small divisor (a depthwise convolution's 14-wide W: 2) is
     // padded to one vector instead when masked accesses are cheap.
     if (lanes < width) lanes = lane_count(size_of(vec), width, item, t.masked_vectors);
@@ -468,6 +483,8 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   for (const UOp* red : ast->toposort()) {
     if (red->op != Op::REDUCE || red->src.size() < 2) continue;
     std::vector<const UOp*> ranges(red->src.begin() + 1, red->src.end());
+    std::erase_if(ranges, is_symbolic);
+    if (ranges.empty()) continue;
     std::sort(ranges.begin(), ranges.end(),
               [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
     std::vector<Opt> window;
@@ -550,7 +567,7 @@ const UOp* streaming_order(const UOp* ast, const KernelRanges& kr, const std::ve
       // neighbouring tasks do not write the same line of every output plane.
       int64_t run = (n + t.max_tasks - 1) / t.max_tasks * ((size_of(r) + n - 1) / n) * stride *
                     std::max(1, st->src[1]->dtype.itemsize());
-      if (r != outer && n >= t.max_tasks / 2 && stride > 0 && run >= 256 &&
+      if (r != outer && !is_symbolic(r) && n >= t.max_tasks / 2 && stride > 0 && run >= 256 &&
           4 * reread(r) <= t.l2_bytes && (!most || n > remaining_of(most, opts)))
         most = r;
     }
@@ -571,7 +588,7 @@ const UOp* streaming_order(const UOp* ast, const KernelRanges& kr, const std::ve
     // (A loop whose re-read stays in cache, a few weights, needs only to re-read less.)
     bool cheaper =
         cost(r) * 2 < cost(outer) || (4 * reread(r) <= t.l2_bytes && cost(r) < cost(outer));
-    if (r == outer || remaining_of(r, opts) < enough || !cheaper) continue;
+    if (r == outer || is_symbolic(r) || remaining_of(r, opts) < enough || !cheaper) continue;
     if (best == outer || tasks_of(r) > tasks_of(best) ||
         (tasks_of(r) == tasks_of(best) && cost(r) < cost(best)))
       best = r;
@@ -584,6 +601,11 @@ const UOp* streaming_order(const UOp* ast, const KernelRanges& kr, const std::ve
 std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   std::vector<Opt> opts;
   KernelRanges kr = kernel_ranges(ast);
+  // Symbolic ranges (run-time sizes) are not unrolled, tiled or made the lane axis; an output
+  // loop may be a broadcast axis of a contraction's tile, by a divisor of its bound (the
+  // applier's rule), and split into tasks.
+  std::vector<const UOp*> all_loops = kr.loops;
+  std::erase_if(kr.reduces, is_symbolic);
   if (kr.loops.empty()) {
     // A reduction to one value (a DynamicQuantizeLinear's min and max over a whole tensor): its
     // innermost range unrolled a vector wide, the copies spread over a vector of accumulators
@@ -608,7 +630,7 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   int64_t width = std::max<int64_t>(1, t.vector_bytes / item);
 
   int64_t work = 1;
-  for (const UOp* r : kr.loops) work *= size_of(r);
+  for (const UOp* r : all_loops) work *= size_of(r);
   for (const UOp* r : kr.reduces) work *= size_of(r);
 
   const UOp* first = nullptr;  // the loop run outermost, when not the first
@@ -618,15 +640,16 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
       opts.push_back({OptKind::Tile, first->range().id, 1});
   } else if (const UOp* inner = contiguous_loop(ast, kr)) {
     bool bool_store = st && st->src[1]->dtype.is_bool();
-    int64_t up = lane_count(size_of(inner), width, bool_store ? 1 : item, t.masked_vectors,
-                            t.masked_bytes && !bool_store);
+    int64_t up = is_symbolic(inner) ? pick_divisor(size_of(inner), width)
+                                    : lane_count(size_of(inner), width, bool_store ? 1 : item,
+                                                 t.masked_vectors, t.masked_bytes && !bool_store);
     if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});
     // A short contiguous axis taken whole (a channel-blocked layout's 4 channels: 4-byte stores)
     // leaves most of a vector idle: the loop the store continues contiguously along is upcast
     // too (16 positions x 4 channels, one 64-byte store).
     if (up == size_of(inner) && up > 1 && up < width && t.masked_bytes && item == 1 && !bool_store)
       for (const UOp* r : kr.loops)
-        if (r != inner && stride_of(st->src[0]->src[1], r) == up) {
+        if (r != inner && !is_symbolic(r) && stride_of(st->src[0]->src[1], r) == up) {
           int64_t more = lane_count(size_of(r), width / up, item, t.masked_vectors, true);
           if (more > 1) opts.push_back({OptKind::Upcast, r->range().id, more});
           break;
@@ -635,7 +658,7 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
   // Tasks: split the outermost loop, or what remains of it after upcasting; when upcasting
   // consumed it whole, the next loop is the outermost one.
   if (work >= (int64_t{1} << 16)) {
-    std::vector<const UOp*> order = kr.loops;
+    std::vector<const UOp*> order = all_loops;
     if (first) order.insert(order.begin(), first);
     for (const UOp* outer : order) {
       int64_t remaining = remaining_of(outer, opts);

@@ -55,8 +55,9 @@ KernelRanges kernel_ranges(const UOp* ast) {
 
 namespace {
 
+// A range's size; for a symbolic range (its end a run-time value), its upper bound.
 int64_t size_of(const UOp* r) {
-  return r->src[0]->cval().i;
+  return r->src[0]->vmax();
 }
 
 // Replaces range `r` in the AST: every use by `expr`, and in a REDUCE's range list by `parts`.
@@ -101,6 +102,16 @@ class Applier {
     AxisKind k = r->range().kind;
     auto bad = [&](const std::string& why) { throw Error(str_cat("opt ", o.str(), ": ", why)); };
     if (o.amount < 1) bad("amount must be >= 1");
+    // A symbolic range's size is known at run time only. It can be split into tasks (each
+    // takes its share of the run-time size), and an output loop upcast by an amount that
+    // divides its bound: the last group's lanes past the run-time size compute values nobody
+    // reads and store them in the buffer's padding (it is laid out at the bound). A reduction
+    // must not run past its size, so it is not unrolled; nor tiled (not needed yet).
+    bool symbolic = r->src[0]->op != Op::CONST;
+    if (symbolic && (o.kind == OptKind::Unroll || o.kind == OptKind::Tile))
+      bad(str_cat("r", o.range_id, " has a symbolic size (", n, " at most)"));
+    if (symbolic && o.kind == OptKind::Upcast && n % o.amount != 0)
+      bad(str_cat("r", o.range_id, " has a symbolic size: the amount must divide its bound ", n));
     switch (o.kind) {
       case OptKind::Upcast:
       case OptKind::Tile:
@@ -119,7 +130,7 @@ class Applier {
         break;
     }
     if (o.kind == OptKind::Parallel) {
-      const UOp* p = ctx_->range(n, r->range().id, AxisKind::Parallel);
+      const UOp* p = ctx_->range(r->src[0], r->range().id, AxisKind::Parallel);
       ast_ = substitute(ast_, {{r, p}});
       loop_order_.front() = p;
       ntasks_ = std::min(o.amount, n);
@@ -142,7 +153,9 @@ class Applier {
     AxisKind inner_kind = o.kind == OptKind::Upcast   ? AxisKind::Upcast
                           : o.kind == OptKind::Unroll ? AxisKind::Unroll
                                                       : AxisKind::Loop;
-    const UOp* outer = groups > 1 ? ctx_->range(groups, next_id_++, outer_kind) : nullptr;
+    const UOp* groups_end = symbolic ? simplify(r->src[0]->add(o.amount - 1)->idiv(o.amount))
+                                     : ctx_->const_index(groups);
+    const UOp* outer = groups > 1 ? ctx_->range(groups_end, next_id_++, outer_kind) : nullptr;
     const UOp* inner = ctx_->range(o.amount, next_id_++, inner_kind);
     const UOp* expr = outer ? outer->mul(o.amount)->add(inner) : inner;
     std::vector<const UOp*> parts;

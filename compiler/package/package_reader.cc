@@ -127,6 +127,20 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
     }
     return r + (json ? "]" : "");
   };
+  // Format 2.4: the symbolic dims, with their bounds.
+  auto symbols = [&] {
+    std::string r = json ? "[" : "";
+    if (p->symbols())
+      for (const fb::Symbol* sy : *p->symbols()) {
+        std::string name = sy->name() ? sy->name()->str() : "?";
+        r += json ? std::string(r.size() > 1 ? ", " : "") + "{\"name\": " + json_str(sy->name()) +
+                        ", \"min\": " + std::to_string(sy->min()) +
+                        ", \"max\": " + std::to_string(sy->max()) + "}"
+                  : "symbol " + name + ": [" + std::to_string(sy->min()) + ", " +
+                        std::to_string(sy->max()) + "] (shapes below are at the maximums)\n";
+      }
+    return r + (json ? "]" : "");
+  };
   const fb::Provenance* prov = p->provenance();
   const fb::Target* tgt = p->target();
   std::string feats = json ? "[" : "";
@@ -180,7 +194,8 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
        << ", \"metadata_checksum_ok\": " << (crc_ok ? "true" : "false")
        << ", \"selftest\": " << (p->selftest() ? "true" : "false")
        << ", \"signed_by\": " << (sig.signer.empty() ? "null" : "\"" + sig.signer + "\"")
-       << ", \"signature_ok\": " << (sig.valid ? "true" : "false") << "}";
+       << ", \"signature_ok\": " << (sig.valid ? "true" : "false") << ", \"symbols\": " << symbols()
+       << "}";
     return os.str();
   }
   os << "format " << (prov ? prov->format_major() : 0) << "." << (prov ? prov->format_minor() : 0)
@@ -194,7 +209,7 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   os << "target: " << (tgt && tgt->triple() ? tgt->triple()->str() : "?") << " cpu "
      << (tgt && tgt->cpu() ? tgt->cpu()->str() : "?") << "\n";
   os << "required CPU features: " << feats << "\n";
-  os << "inputs:\n" << tensors(p->inputs()) << "outputs:\n" << tensors(p->outputs());
+  os << symbols() << "inputs:\n" << tensors(p->inputs()) << "outputs:\n" << tensors(p->outputs());
   os << "kernels: " << kernels << ", launches: " << launches << ", groups: " << groups << ", "
      << static_cast<double>(variants[0].flops) * 1e-9 << " GFLOP per run\n";
   os << "arena: " << p->arena_size() << " bytes (lower bound " << p->arena_lower_bound() << "), "

@@ -7,9 +7,12 @@
 #include <string_view>
 #include <tuple>
 
+#include "compiler/ir/printer.h"
 #include "compiler/package/package_signing.h"
+#include "compiler/schedule/extents.h"
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
+#include "compiler/tensor/tensor.h"
 #include "kiln/schema/kiln_generated.h"
 #include "schema/kiln_abi.h"
 
@@ -167,8 +170,42 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
     std::vector<flatbuffers::Offset<fb::TensorInfo>> t;
     for (int id : ids) {
       const PlanBuffer& b = plan.buffer(id);
-      t.push_back(fb::CreateTensorInfoDirect(fbb, b.name.c_str(), to_fb(b.dtype), &b.shape,
-                                             static_cast<uint32_t>(id)));
+      // A symbolic tensor (format 2.4): an input says which symbol each axis sets, an output
+      // how to compute each axis's run-time size.
+      std::vector<int32_t> axis_symbols;
+      std::vector<int64_t> programs;
+      std::vector<uint32_t> offsets;
+      bool input = b.kind == BufferKind::Input;
+      // The runtime copies a symbolic input, and reads a symbolic output, as the first bytes of
+      // its layout at the bounds: every axis after its first symbolic one must be static.
+      bool after = false;
+      for (size_t i = 0; i < b.extents.size(); ++i) {
+        bool whole = b.extents[i]->op == Op::CONST && b.extents[i]->cval().i == b.shape[i];
+        if (after && !whole)
+          throw Error(str_cat(input ? "input '" : "output '", b.name, "' axis ", i,
+                              " is symbolic after another symbolic axis: a package supports "
+                              "symbolic dims whose later axes are static (",
+                              shape_str(b.shape), "); `kilnc run` takes any"));
+        after |= !whole;
+      }
+      for (const UOp* e : b.extents) {
+        if (input) {
+          axis_symbols.push_back(e->op == Op::DEFINE_VAR ? static_cast<int32_t>(e->var().slot)
+                                                         : -1);
+        } else {
+          offsets.push_back(static_cast<uint32_t>(programs.size()));
+          std::vector<int64_t> p = extent_program(e);
+          if (p.size() > KILN_ABI_MAX_EXTENT_PROGRAM)
+            throw Error(str_cat("output '", b.name, "': the size expression ", render(e),
+                                " is longer than a package allows"));
+          programs.insert(programs.end(), p.begin(), p.end());
+        }
+      }
+      bool sym = !b.extents.empty();
+      t.push_back(fb::CreateTensorInfoDirect(
+          fbb, b.name.c_str(), to_fb(b.dtype), &b.shape, static_cast<uint32_t>(id),
+          sym && input ? &axis_symbols : nullptr, sym && !input ? &programs : nullptr,
+          sym && !input ? &offsets : nullptr));
     }
     return fbb.CreateVector(t);
   };
@@ -330,11 +367,21 @@ std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
         fbb, fbb.CreateVector(signing_key->public_key.data(), signing_key->public_key.size()),
         fbb.CreateVector(zeros));
   }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Symbol>>> symbols = 0;
+  if (!plan.symbols.empty()) {
+    if (plan.symbols.size() > KILN_ABI_MAX_SYMBOLS)
+      throw Error(str_cat("the model has ", plan.symbols.size(),
+                          " symbolic dims; a package holds at most ", KILN_ABI_MAX_SYMBOLS));
+    std::vector<flatbuffers::Offset<fb::Symbol>> list;
+    for (const Symbol& sy : plan.symbols)
+      list.push_back(fb::CreateSymbolDirect(fbb, sy.name.c_str(), sy.min, sy.max));
+    symbols = fbb.CreateVector(list);
+  }
   auto pkg = fb::CreatePackage(fbb, provenance, v0.target, v0.inputs, v0.outputs, v0.kernels,
                                v0.code, const_vec, v0.slots, v0.arena_size, v0.arena_alignment,
                                v0.arena_lower_bound, v0.groups, fbb.CreateVector(sections), 0,
                                selftest_table, static_kernels_id, signature,
-                               more.empty() ? 0 : fbb.CreateVector(more));
+                               more.empty() ? 0 : fbb.CreateVector(more), symbols);
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (signing_key) {

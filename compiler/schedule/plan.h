@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/ir/uop.h"
+#include "compiler/tensor/graph.h"
 
 namespace kiln {
 
@@ -16,6 +17,9 @@ struct PlanBuffer {
   DType dtype;
   Shape shape;
   int64_t weight_id = -1;  // for weights: the Graph's buffer id (its data)
+  // Inputs and outputs with a symbolic axis: each axis's extent (an index expression over the
+  // plan's symbols; docs/symbolic-shapes.md). Empty: the buffer is static.
+  std::vector<const UOp*> extents;
   int64_t numel() const;
   int64_t bytes() const { return numel() * dtype.itemsize(); }
 };
@@ -84,6 +88,9 @@ struct Plan {
   std::vector<std::vector<int>> groups;  // launch indices per parallel group, in execution order
   MemoryPlan memory;
   std::vector<std::string> fusion_log;  // --explain-fusion
+  // The symbolic dims (`--dim NAME=LO..HI`), by slot: kernels read symbol i's run-time value
+  // from vars[i]. Empty for a static plan.
+  std::vector<Symbol> symbols;
 
   int64_t constant_bytes() const;
   const PlanBuffer& buffer(int id) const { return buffers.at(static_cast<size_t>(id)); }

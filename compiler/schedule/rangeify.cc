@@ -10,6 +10,7 @@
 #include "compiler/ir/rewrite.h"
 #include "compiler/ir/symbolic.h"
 #include "compiler/ir/verify.h"
+#include "compiler/schedule/extents.h"
 #include "compiler/support/error.h"
 #include "compiler/tensor/tensor.h"
 
@@ -45,7 +46,8 @@ constexpr int kMaxFusedDepth = 256;
 
 class Lowerer {
  public:
-  Lowerer(Graph& g, const FusionPolicy& policy) : g_(g), ctx_(g.ctx()), policy_(policy) {}
+  Lowerer(Graph& g, const FusionPolicy& policy)
+      : g_(g), ctx_(g.ctx()), policy_(policy), extents_(compute_extents(g)) {}
 
   RangeifyResult run() {
     count_consumers();
@@ -83,6 +85,7 @@ class Lowerer {
     b.dtype = node->dtype;
     b.shape = node->shape();
     if (kind == BufferKind::Weight) b.weight_id = node->buffer().id;
+    if (kind != BufferKind::Weight && extents_.symbolic(node)) b.extents = extents_.of(node);
     res_.buffers.push_back(b);
     return b.id;
   }
@@ -122,9 +125,11 @@ class Lowerer {
     next_range_ = 0;
     const Shape& shape = root->shape();
     Idx idx;
-    for (int64_t d : shape) {
-      if (d > 1) {
-        const UOp* r = ctx_.range(d, next_range_++, AxisKind::Loop);
+    for (size_t i = 0; i < shape.size(); ++i) {
+      // A symbolic axis loops to its extent (the values it holds at run time), not its bound.
+      const UOp* e = extents_.axis(root, i);
+      if (e->op != Op::CONST || shape[i] > 1) {
+        const UOp* r = ctx_.range(e, next_range_++, AxisKind::Loop);
         loops_.push_back(r);
         idx.push_back(r);
       } else {
@@ -246,12 +251,12 @@ class Lowerer {
       if (std::find(used.begin(), used.end(), loops_[p]) != used.end()) last = static_cast<int>(p);
     for (int p = 0; p <= last; ++p)
       if (std::find(used.begin(), used.end(), loops_[static_cast<size_t>(p)]) == used.end())
-        q.recompute *= loops_[static_cast<size_t>(p)]->src[0]->cval().i;
+        q.recompute *= loops_[static_cast<size_t>(p)]->src[0]->vmax();
     // The used loops can also revisit values: a sliding window (output position + window offset)
     // reads each value about window-size times. More iterations than the node has values means
     // that many recomputations at least.
     int64_t iterations = 1;
-    for (const UOp* r : used) iterations *= r->src[0]->cval().i;
+    for (const UOp* r : used) iterations *= r->src[0]->vmax();
     int64_t values = std::max<int64_t>(1, shape_numel(n->shape()));
     if (iterations > values) q.recompute *= (iterations + values - 1) / values;
     for (const UOp* r : used)
@@ -454,6 +459,8 @@ class Lowerer {
     if (alu_arity(n->op) || n->op == Op::CAST || n->op == Op::BITCAST) {
       std::vector<const UOp*> src;
       for (const UOp* s : n->src) src.push_back(lower(s, idx, valid));
+      // A mean over a symbolic axis divides by the number of values it summed at run time.
+      if (const UOp* count = extents_.mean_count(n)) src[1] = count->cast(n->dtype);
       return ctx_.make(n->op, n->dtype, std::move(src), n->arg);
     }
     const UOp* s0 = n->src.empty() ? nullptr : n->src[0];
@@ -485,19 +492,20 @@ class Lowerer {
         Idx si = idx;
         for (int64_t a : n->varg()) {
           size_t i = static_cast<size_t>(a);
-          si[i] = simplify(idx[i]->neg()->add(s0->shape()[i] - 1));
+          si[i] = simplify(idx[i]->neg()->add(extents_.axis(s0, i))->sub(1));
         }
         return lower(s0, si, valid);
       }
       case Op::PAD: {
         Idx si = idx;
         const auto& p = n->varg();
-        const Shape& in = s0->shape();
         const UOp* cond = ctx_.const_bool(true);
         for (size_t i = 0; i < si.size(); ++i) {
           if (p[2 * i] == 0 && p[2 * i + 1] == 0) continue;
           si[i] = simplify(idx[i]->sub(p[2 * i]));
-          cond = cond->logical_and(idx[i]->ge(p[2 * i]))->logical_and(idx[i]->lt(p[2 * i] + in[i]));
+          // Past a symbolic axis's extent the input holds no values: the fill value, as beyond it.
+          const UOp* end = extents_.axis(s0, i)->add(p[2 * i]);
+          cond = cond->logical_and(idx[i]->ge(p[2 * i]))->logical_and(idx[i]->lt(end));
         }
         cond = simplify(cond);
         if (cond->is_const(0)) return n->src[1];
@@ -517,7 +525,7 @@ class Lowerer {
       case Op::GATHER: {
         const UOp* ix = n->src[1];
         size_t axis = static_cast<size_t>(n->iarg()), k = ix->shape().size();
-        int64_t dim = s0->shape()[axis];
+        const UOp* dim = extents_.axis(s0, axis);
         Idx ii(idx.begin() + static_cast<std::ptrdiff_t>(axis),
                idx.begin() + static_cast<std::ptrdiff_t>(axis + k));
         const UOp* gv = simplify(lower(ix, ii, valid)->cast(dtypes::index));
@@ -535,8 +543,8 @@ class Lowerer {
         Idx si = idx;
         std::vector<const UOp*> ranges;
         for (int64_t a : r.axes) {
-          const UOp* rr =
-              ctx_.range(s0->shape()[static_cast<size_t>(a)], next_range_++, AxisKind::Reduce);
+          const UOp* rr = ctx_.range(extents_.axis(s0, static_cast<size_t>(a)), next_range_++,
+                                     AxisKind::Reduce);
           ranges.push_back(rr);
           si[static_cast<size_t>(a)] = rr;
         }
@@ -569,6 +577,7 @@ class Lowerer {
   Graph& g_;
   Context& ctx_;
   const FusionPolicy& policy_;
+  Extents extents_;
   RangeifyResult res_;
   std::unordered_map<const UOp*, int> realized_;
   std::deque<const UOp*> work_;

@@ -31,8 +31,41 @@ const UOp* Graph::add_input(const std::string& name, DType dtype, const Shape& s
   const UOp* b =
       ctx_->make(Op::BUFFER, dtype, {}, BufferArg{name, next_buffer_id_, BufferKind::Input, shape});
   buffer_names_[name] = next_buffer_id_++;
-  inputs_.push_back({name, b});
+  inputs_.push_back({name, b, {}});
   return b;
+}
+
+int Graph::add_symbol(const std::string& name, int64_t min, int64_t max) {
+  for (const Symbol& s : symbols_)
+    if (s.name == name) throw Error("symbol '" + name + "' is defined twice");
+  if (min < 0 || min > max)
+    throw Error(str_cat("symbol '", name, "': the range ", min, "..", max,
+                        " is empty or negative (min must be at most max, both >= 0)"));
+  symbols_.push_back({name, min, max});
+  return static_cast<int>(symbols_.size() - 1);
+}
+
+void Graph::set_axis_symbol(const std::string& input, size_t axis, int symbol) {
+  KILN_CHECK(symbol >= 0 && static_cast<size_t>(symbol) < symbols_.size(), "no symbol ", symbol);
+  for (GraphInput& in : inputs_) {
+    if (in.name != input) continue;
+    const Shape& shape = in.buffer->buffer().shape;
+    if (axis >= shape.size()) throw Error(str_cat("input '", input, "' has no axis ", axis));
+    const Symbol& s = symbols_[static_cast<size_t>(symbol)];
+    if (shape[axis] != s.max)
+      throw Error(str_cat("input '", input, "' axis ", axis, " is ", shape[axis],
+                          ": a symbolic axis is laid out at its bound (", s.name, " <= ", s.max,
+                          ")"));
+    in.axis_symbols.resize(shape.size(), -1);
+    in.axis_symbols[axis] = symbol;
+    return;
+  }
+  throw Error("the graph has no input named '" + input + "'");
+}
+
+const UOp* Graph::symbol_var(int i) {
+  const Symbol& s = symbols_.at(static_cast<size_t>(i));
+  return ctx_->variable(s.name, s.min, s.max, i);
 }
 
 void Graph::label_origin(const std::vector<const UOp*>& results, const std::string& origin) {

@@ -17,6 +17,17 @@ namespace kiln {
 struct GraphInput {
   std::string name;
   const UOp* buffer;
+  // Per axis: the index of the symbol (Graph::symbols) the axis takes at run time, or -1 for a
+  // static axis. Empty: every axis is static. A symbolic axis's size in `buffer` is the
+  // symbol's upper bound (docs/symbolic-shapes.md).
+  std::vector<int> axis_symbols;
+};
+
+// A symbolic dim (`--dim seq=1..512`): a size known at run time, within [min, max].
+struct Symbol {
+  std::string name;
+  int64_t min = 0;
+  int64_t max = 0;
 };
 
 struct GraphOutput {
@@ -53,6 +64,15 @@ class Graph {
   // Names an output. Throws kiln::Error if the name is taken or the node has no tensor shape.
   void add_output(const std::string& name, const UOp* node);
 
+  // A new symbol; returns its index. Throws kiln::Error if the name is taken or min > max.
+  int add_symbol(const std::string& name, int64_t min, int64_t max);
+  // Input `input`'s axis `axis` takes symbol `symbol` at run time (its size there must be the
+  // symbol's upper bound). Throws kiln::Error for an unknown input, axis or symbol.
+  void set_axis_symbol(const std::string& input, size_t axis, int symbol);
+  const std::vector<Symbol>& symbols() const { return symbols_; }
+  // The DEFINE_VAR of symbol i (slot i of the kernels' run-time values).
+  const UOp* symbol_var(int i);
+
   const std::vector<GraphInput>& inputs() const { return inputs_; }
   const std::vector<GraphOutput>& outputs() const { return outputs_; }
   std::vector<GraphOutput>& mutable_outputs() { return outputs_; }
@@ -88,6 +108,7 @@ class Graph {
   std::unique_ptr<Context> ctx_;
   LoweringOptions lowering_;
   std::vector<GraphInput> inputs_;
+  std::vector<Symbol> symbols_;
   std::vector<GraphOutput> outputs_;
   std::map<int64_t, NDArray> weights_;
   std::map<int64_t, const UOp*> weight_nodes_;

@@ -49,7 +49,7 @@ static int in_range(uint64_t off, uint64_t len, uint64_t size) {
 }
 
 static kiln_status bad(const char* what) {
-  return kiln_error(KILN_INVALID_PACKAGE, "kernel code (ELF): %s", what);
+  return kiln_error(KILN_INVALID_PACKAGE, KM(KERNEL_CODE_ELF), what);
 }
 
 static uint64_t page_down(const elf_image* im, uint64_t a) {
@@ -120,8 +120,8 @@ static kiln_status read_headers(elf_image* im) {
     return bad("not ELF64 little-endian");
   if (eh->e_type != ET_DYN) return bad("not a shared object");
   if (eh->e_machine != KILN_ELF_MACHINE)
-    return kiln_error(KILN_UNSUPPORTED, "kernel code is for ELF machine %u, this runtime runs %s",
-                      eh->e_machine, kiln_runtime_arch());
+    return kiln_error(KILN_UNSUPPORTED, KM(KERNEL_CODE_IS_FOR_ELF_MACHINE), eh->e_machine,
+                      kiln_runtime_arch());
   if (eh->e_phentsize != sizeof(Elf64_Phdr) ||
       !in_range(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), im->size))
     return bad("program headers out of bounds");
@@ -170,7 +170,7 @@ static kiln_status map_segments(elf_image* im) {
   span = (span + im->page - 1) & ~(im->page - 1);
   uint8_t* base = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED)
-    return kiln_error(KILN_OUT_OF_MEMORY, "cannot map %llu bytes for kernel code",
+    return kiln_error(KILN_OUT_OF_MEMORY, KM(CANNOT_MAP_BYTES_FOR_KERNEL_CODE),
                       (unsigned long long)span);
   im->out->base = base;
   im->out->size = span;
@@ -228,8 +228,7 @@ static kiln_status relocate(elf_image* im) {
     Elf64_Rela r;
     memcpy(&r, base + rela + off, sizeof r);
     if ((long)ELF64_R_TYPE(r.r_info) != KILN_R_RELATIVE)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        "kernel code (ELF): relocation of type %lu (only RELATIVE is supported)",
+      return kiln_error(KILN_INVALID_PACKAGE, KM(KERNEL_CODE_ELF_RELOCATION_OF_TYPE),
                         (unsigned long)ELF64_R_TYPE(r.r_info));
     if (!in_range(r.r_offset, 8, span) || r.r_addend < 0 || (uint64_t)r.r_addend >= span)
       return bad("a relocation out of bounds");
@@ -271,9 +270,8 @@ static kiln_status find_entry_table(elf_image* im) {
   kiln_abi_entry_table_header head;
   memcpy(&head, im->out->base + table, sizeof head);
   if (head.magic != KILN_ABI_ENTRY_TABLE_MAGIC || head.version != KILN_ABI_ENTRY_TABLE_VERSION)
-    return kiln_error(KILN_UNSUPPORTED,
-                      "kernel entry table version %u (magic 0x%08x); this runtime reads version %u",
-                      head.version, head.magic, KILN_ABI_ENTRY_TABLE_VERSION);
+    return kiln_error(KILN_UNSUPPORTED, KM(KERNEL_ENTRY_TABLE_VERSION_MAGIC_0X), head.version,
+                      head.magic, KILN_ABI_ENTRY_TABLE_VERSION);
   /* Header, entries, argument counts, then extents: all inside the image and readable. */
   uint64_t nargs_at = KILN_ABI_ENTRY_TABLE_NARGS_OFFSET(head.count), extents = 0;
   if (head.count > KILN_ABI_MAX_KERNELS ||
@@ -302,21 +300,21 @@ static kiln_status find_entry_table(elf_image* im) {
 static kiln_status protect(elf_image* im) {
   uint8_t* base = im->out->base;
   if (mprotect(base, im->out->size, PROT_NONE) != 0)
-    return kiln_error(KILN_INTERNAL, "cannot protect kernel code memory");
+    return kiln_error(KILN_INTERNAL, KM(CANNOT_PROTECT_KERNEL_CODE_MEMORY));
   for (int i = 0; i < im->eh.e_phnum; ++i) {
     const Elf64_Phdr* p = &im->ph[i];
     if (p->p_type != PT_LOAD || !p->p_memsz) continue;
     if ((p->p_flags & PF_W) && (p->p_flags & PF_X)) return bad("a writable and executable segment");
     uint64_t start = page_down(im, p->p_vaddr), end = page_up(im, p->p_vaddr + p->p_memsz);
     if (mprotect(base + start, end - start, prot_of(p)) != 0)
-      return kiln_error(KILN_INTERNAL, "cannot protect kernel code memory");
+      return kiln_error(KILN_INTERNAL, KM(CANNOT_PROTECT_KERNEL_CODE_MEMORY));
   }
   for (int i = 0; i < im->eh.e_phnum; ++i) {
     const Elf64_Phdr* p = &im->ph[i];
     if (p->p_type != PT_GNU_RELRO) continue;
     uint64_t start = page_down(im, p->p_vaddr), end = page_down(im, p->p_vaddr + p->p_memsz);
     if (end > start && mprotect(base + start, end - start, PROT_READ) != 0)
-      return kiln_error(KILN_INTERNAL, "cannot protect relocated kernel data");
+      return kiln_error(KILN_INTERNAL, KM(CANNOT_PROTECT_RELOCATED_KERNEL_DATA));
   }
   return KILN_OK;
 }

@@ -18,16 +18,24 @@
 
 #include "kiln/kiln.h"
 #include "kiln_abi.h"
+#include "messages.h"
 
-/* Sets the thread's last error message and returns |status|. */
-KILN_RT_PRIVATE kiln_status kiln_error(kiln_status status, const char* fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Compiled file by file, a message is its literal: the compiler checks the arguments. */
+#ifdef KILN_RT_AMALGAMATION
+#define KILN_MESSAGE_FORMAT(fmt, args)
+#else
+#define KILN_MESSAGE_FORMAT(fmt, args) __attribute__((format(printf, fmt, args)))
+#endif
+
+/* Sets the thread's last error message, message |msg| (messages.h: KM(ID)) formatted with the
+ * arguments, and returns |status|. */
+KILN_RT_PRIVATE kiln_status kiln_error(kiln_status status, kiln_message msg, ...)
+    KILN_MESSAGE_FORMAT(2, 3);
 /* Puts "|a||b|: " before the thread's last error message; returns |status|. */
 KILN_RT_PRIVATE kiln_status kiln_error_context(kiln_status status, const char* a, const char* b);
 /* kiln_error(KILN_INVALID_PACKAGE, "invalid package: " fmt, ...): the verifier's many messages
  * share their prefix. */
-KILN_RT_PRIVATE kiln_status kiln_invalid(const char* fmt, ...)
-    __attribute__((format(printf, 1, 2)));
+KILN_RT_PRIVATE kiln_status kiln_invalid(kiln_message msg, ...) KILN_MESSAGE_FORMAT(1, 2);
 #define KILN_RETURN_IF_ERROR(expr)          \
   do {                                      \
     kiln_status kiln_s_ = (expr);           \
@@ -84,9 +92,21 @@ typedef struct kiln_tensor_desc {
   uint8_t dtype;
   uint32_t rank;
   const int64_t* shape; /* in the model's copy */
-  uint64_t size_bytes;
+  uint64_t size_bytes;  /* at the bounds for a symbolic tensor */
   uint32_t slot;
+  uint32_t dims_offset; /* the tensor's first dim in a session's shape array of its list */
+  /* symbolic packages (format 2.4), in the model's symbol copy; NULL for a static tensor.
+   * Inputs: per axis, the symbol it sets or -1. Outputs: per axis, the extent program
+   * extent_code[extent_offsets[i], extent_offsets[i + 1]) (extent_offsets has rank + 1 entries). */
+  const int32_t* axis_symbols;
+  const int64_t* extent_code;
+  const uint32_t* extent_offsets;
 } kiln_tensor_desc;
+
+typedef struct kiln_symbol_desc {
+  const char* name; /* in the model's symbol copy */
+  int64_t min, max;
+} kiln_symbol_desc;
 
 typedef kiln_abi_kernel_fn kiln_kernel_fn;
 
@@ -143,6 +163,11 @@ struct kiln_model {
   char* kernel_strings;  /* kernel names */
   char* launch_strings;  /* launch labels */
   uint32_t* launch_args; /* every launch's argument slots */
+  /* symbolic dims (format 2.4): their names, bounds, and the tensors' symbol data */
+  uint32_t num_symbols;
+  kiln_symbol_desc symbols[KILN_ABI_MAX_SYMBOLS];
+  void* symbol_copy;
+  uint32_t input_dims, output_dims; /* the sum of the inputs' (outputs') ranks */
   float selftest_tolerance;
   /* the kernel variants (kiln_model_variant_info): CPU names (truncated to 31 characters),
    * whether this CPU runs each, and the one loaded */
@@ -169,6 +194,11 @@ KILN_RT_PRIVATE kiln_status kiln_package_load(kiln_model* m, int verify_checksum
                                               const kiln_trust* trust, const char* variant);
 /* Releases what kiln_package_load allocated (also what a failed load left); idempotent. */
 KILN_RT_PRIVATE void kiln_package_unload(kiln_model* m);
+
+/* shapes.c: a symbolic output's size. Runs extent program |code| of |len| words over |vars|;
+ * nonzero (and *out untouched) if the program is malformed or divides by zero. */
+KILN_RT_PRIVATE int kiln_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars,
+                                     uint32_t num_vars, int64_t* out);
 
 /* elf_loader.c */
 KILN_RT_PRIVATE kiln_status kiln_elf_load(const uint8_t* elf, size_t size, kiln_code* out);

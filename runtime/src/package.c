@@ -8,12 +8,8 @@
 #include "kiln_sign.h"
 #include "package_loader.h"
 
-kiln_status kiln_loader_invalid(const char* what) {
-  return kiln_invalid("%s", what);
-}
-
 kiln_status kiln_loader_structure_error(const fbr* r) {
-  return kiln_invalid("%s at byte offset %llu", r->error, (unsigned long long)r->error_at);
+  return kiln_invalid(KM(AT_BYTE_OFFSET), r->error, (unsigned long long)r->error_at);
 }
 
 uint32_t kiln_fb_u32_field(fbr* r, uint64_t table, int f) {
@@ -32,22 +28,21 @@ uint8_t kiln_fb_u8_field(fbr* r, uint64_t table, int f) {
 kiln_status kiln_verify_header(kiln_loader* ld) {
   kiln_model* m = ld->m;
   fbr* R = &ld->r;
-  if (m->size < 8) return kiln_loader_invalid("shorter than a FlatBuffers header");
-  if (memcmp(m->buf + 4, "KILN", 4) != 0)
-    return kiln_loader_invalid("not a kiln package (the file identifier is not KILN)");
+  if (m->size < 8) return kiln_invalid(KM(SHORTER_THAN_A_FLATBUFFERS_HEADER));
+  if (memcmp(m->buf + 4, "KILN", 4) != 0) return kiln_invalid(KM(NOT_A_KILN_PACKAGE_THE_FILE));
   ld->root = fbr_u32(R, 0);
   KILN_FB_CHECK(R);
-  if (ld->root == 0 || ld->root >= m->size) return kiln_loader_invalid("root table out of bounds");
+  if (ld->root == 0 || ld->root >= m->size) return kiln_invalid(KM(ROOT_TABLE_OUT_OF_BOUNDS));
 
   uint64_t prov = fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_PROVENANCE));
   KILN_FB_CHECK(R);
-  if (!prov) return kiln_loader_invalid("no provenance");
+  if (!prov) return kiln_invalid(KM(NO_PROVENANCE));
   uint32_t major = kiln_fb_u32_field(R, prov, KILN_ABI_PROVENANCE_FORMAT_MAJOR);
   uint32_t minor = kiln_fb_u32_field(R, prov, KILN_ABI_PROVENANCE_FORMAT_MINOR);
   KILN_FB_CHECK(R);
   if (major != KILN_ABI_FORMAT_MAJOR)
-    return kiln_error(KILN_UNSUPPORTED, "package format %u.%u; this runtime reads format %u.x",
-                      major, minor, KILN_ABI_FORMAT_MAJOR);
+    return kiln_error(KILN_UNSUPPORTED, KM(PACKAGE_FORMAT_THIS_RUNTIME_READS_FORMAT), major, minor,
+                      KILN_ABI_FORMAT_MAJOR);
 
   ld->code_size =
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_CODE)), 1, &ld->code);
@@ -57,20 +52,14 @@ kiln_status kiln_verify_header(kiln_loader* ld) {
   ld->static_id = kiln_fb_u32_field(R, ld->root, KILN_ABI_PACKAGE_STATIC_KERNELS_ID);
   KILN_FB_CHECK(R);
   if (ld->static_id) {
-    if (ld->code_size) return kiln_loader_invalid("a static-library package with kernel code");
-    if (!m->static_table)
-      return kiln_invalid(
-          "its kernels are in a static library (--emit static-lib): "
-          "load it with kiln_model_load_static and the library's NAME_kernels");
+    if (ld->code_size) return kiln_invalid(KM(A_STATIC_LIBRARY_PACKAGE_WITH_KERNEL));
+    if (!m->static_table) return kiln_invalid(KM(ITS_KERNELS_ARE_IN_A_STATIC));
   } else {
-    if (!ld->code || !ld->code_size) return kiln_loader_invalid("no kernel code");
-    if (m->static_table)
-      return kiln_invalid(
-          "it carries its own kernel code; load it with "
-          "kiln_model_load_memory (kiln_model_load_static is for --emit static-lib)");
+    if (!ld->code || !ld->code_size) return kiln_invalid(KM(NO_KERNEL_CODE));
+    if (m->static_table) return kiln_invalid(KM(IT_CARRIES_ITS_OWN_KERNEL_CODE));
   }
   if (ld->constants_size && ld->constants % 64)
-    return kiln_loader_invalid("the constants are not 64-byte aligned");
+    return kiln_invalid(KM(THE_CONSTANTS_ARE_NOT_64_BYTE));
   m->constants = ld->constants_size ? m->buf + ld->constants : NULL;
   m->constants_size = ld->constants_size;
   return KILN_OK;
@@ -96,17 +85,13 @@ kiln_status kiln_verify_signature(kiln_loader* ld) {
     kiln_sha256_update(&h, m->buf, m->size);
     kiln_sha256_final(&h, digest);
     if (memcmp(digest, t->pinned_sha256, 32) != 0)
-      return kiln_error(KILN_SIGNATURE_INVALID,
-                        "the package's SHA-256 is not the one the application pinned");
+      return kiln_error(KILN_SIGNATURE_INVALID, KM(THE_PACKAGE_S_SHA_256_IS));
   }
   if (!t->num_keys) return KILN_OK; /* (nothing to check a signature against) */
   uint64_t sig = fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_SIGNATURE));
   KILN_FB_CHECK(R);
   if (!sig) {
-    if (t->require)
-      return kiln_error(KILN_SIGNATURE_INVALID,
-                        "the package is not signed, and the application requires a signature "
-                        "(kilnc compile --sign KEY)");
+    if (t->require) return kiln_error(KILN_SIGNATURE_INVALID, KM(THE_PACKAGE_IS_NOT_SIGNED_AND));
     return KILN_OK;
   }
   uint64_t key, bytes;
@@ -116,24 +101,19 @@ kiln_status kiln_verify_signature(kiln_loader* ld) {
       fbr_vector(R, fbr_ref(R, fbr_field(R, sig, KILN_ABI_SIGNATURE_SIGNATURE)), 1, &bytes);
   KILN_FB_CHECK(R);
   if (key_len != 32 || sig_len != 64)
-    return kiln_error(KILN_SIGNATURE_INVALID, "the package's signature is malformed");
+    return kiln_error(KILN_SIGNATURE_INVALID, KM(THE_PACKAGE_S_SIGNATURE_IS_MALFORMED));
   size_t k = 0;
   while (k < t->num_keys && memcmp(t->keys[k], m->buf + key, 32) != 0) ++k;
   char hex[17];
   key_prefix_hex(m->buf + key, hex);
   if (k == t->num_keys)
-    return kiln_error(KILN_SIGNATURE_INVALID,
-                      "the package is signed by key %s..., which the application does not trust",
-                      hex);
-  if (!ld->crc_field) return kiln_loader_invalid("no metadata checksum");
+    return kiln_error(KILN_SIGNATURE_INVALID, KM(THE_PACKAGE_IS_SIGNED_BY_KEY), hex);
+  if (!ld->crc_field) return kiln_invalid(KM(NO_METADATA_CHECKSUM));
   kiln_sign_message msg = {m->buf, m->size, {bytes, ld->crc_field}, {64, 4}};
   if (bytes < ld->crc_field + 4 && ld->crc_field < bytes + 64)
-    return kiln_error(KILN_SIGNATURE_INVALID, "the package's signature is malformed");
+    return kiln_error(KILN_SIGNATURE_INVALID, KM(THE_PACKAGE_S_SIGNATURE_IS_MALFORMED));
   if (!kiln_ed25519_verify(m->buf + bytes, m->buf + key, &msg))
-    return kiln_error(KILN_SIGNATURE_INVALID,
-                      "the package's signature by key %s... does not verify: it was changed after "
-                      "signing",
-                      hex);
+    return kiln_error(KILN_SIGNATURE_INVALID, KM(THE_PACKAGE_S_SIGNATURE_BY_KEY), hex);
   return KILN_OK;
 }
 
@@ -141,17 +121,16 @@ kiln_status kiln_verify_checksums(kiln_loader* ld) {
   kiln_model* m = ld->m;
   fbr* R = &ld->r;
   if (!ld->verify_checksums) return KILN_OK;
-  if (!ld->crc_field) return kiln_loader_invalid("no metadata checksum");
+  if (!ld->crc_field) return kiln_invalid(KM(NO_METADATA_CHECKSUM));
   uint32_t want = fbr_u32(R, ld->crc_field), crc;
   KILN_FB_CHECK(R);
   kiln_abi_region code = {ld->code, ld->code_size};
   kiln_abi_region constants = {ld->constants, ld->constants_size};
   if (kiln_abi_metadata_crc32c(m->buf, m->size, code, constants, ld->crc_field,
                                kiln_cpu_has_crc32c(), &crc) != 0)
-    return kiln_loader_invalid("overlapping sections");
+    return kiln_invalid(KM(OVERLAPPING_SECTIONS));
   if (crc != want)
-    return kiln_error(KILN_CHECKSUM_MISMATCH,
-                      "checksum mismatch in the package metadata (the file is corrupt)");
+    return kiln_error(KILN_CHECKSUM_MISMATCH, KM(CHECKSUM_MISMATCH_IN_THE_PACKAGE_METADATA));
 
   uint64_t secs;
   uint32_t nsec =
@@ -164,7 +143,7 @@ kiln_status kiln_verify_checksums(kiln_loader* ld) {
     uint32_t sc = kiln_fb_u32_field(R, s, KILN_ABI_SECTION_CRC32C);
     uint64_t ss = kiln_fb_u64_field(R, s, KILN_ABI_SECTION_SIZE);
     KILN_FB_CHECK(R);
-    if (!name) return kiln_loader_invalid("a section without a name");
+    if (!name) return kiln_invalid(KM(A_SECTION_WITHOUT_A_NAME));
     const uint8_t* data;
     uint64_t size;
     if (!strcmp(name, "code")) {
@@ -176,11 +155,9 @@ kiln_status kiln_verify_checksums(kiln_loader* ld) {
       continue;
     }
     if (size != ss || kiln_crc32c(0, data, (size_t)size) != sc)
-      return kiln_error(KILN_CHECKSUM_MISMATCH,
-                        "checksum mismatch in section '%s' (the file is corrupt)", name);
+      return kiln_error(KILN_CHECKSUM_MISMATCH, KM(CHECKSUM_MISMATCH_IN_SECTION_THE_FILE), name);
   }
-  if (seen != 3)
-    return kiln_loader_invalid("the code and constants sections must both have checksums");
+  if (seen != 3) return kiln_invalid(KM(THE_CODE_AND_CONSTANTS_SECTIONS_MUST));
   return KILN_OK;
 }
 
@@ -197,30 +174,26 @@ static void append(char* buf, size_t room, const char* s) {
 static kiln_status check_target(kiln_loader* ld, uint64_t tgt, char* why, size_t room) {
   fbr* R = &ld->r;
   size_t start = strlen(why);
-  if (!tgt) return kiln_loader_invalid("no target");
+  if (!tgt) return kiln_invalid(KM(NO_TARGET));
   const char* triple = fbr_string(R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_TRIPLE)));
   KILN_FB_CHECK(R);
-  if (!triple) return kiln_loader_invalid("no target triple");
+  if (!triple) return kiln_invalid(KM(NO_TARGET_TRIPLE));
   const char* arch = kiln_runtime_arch();
   size_t n = strlen(arch);
   if (strncmp(triple, arch, n) != 0 || (triple[n] != '-' && triple[n] != 0))
-    return kiln_error(KILN_UNSUPPORTED, "the package is compiled for %s; this runtime runs %s",
-                      triple, arch);
+    return kiln_error(KILN_UNSUPPORTED, KM(THE_PACKAGE_IS_COMPILED_FOR_THIS), triple, arch);
   uint64_t feats;
   uint32_t nfeat =
       fbr_vector(R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_REQUIRED_FEATURES)), 4, &feats);
   KILN_FB_CHECK(R);
   if (nfeat > KILN_ABI_MAX_FEATURES)
-    return kiln_invalid("%u required CPU features (the limit is %u)", nfeat, KILN_ABI_MAX_FEATURES);
+    return kiln_invalid(KM(REQUIRED_CPU_FEATURES_THE_LIMIT_IS), nfeat, KILN_ABI_MAX_FEATURES);
   for (uint32_t i = 0; i < nfeat; ++i) {
     const char* f = fbr_string(R, fbr_ref(R, feats + 4 * (uint64_t)i));
     KILN_FB_CHECK(R);
-    if (!f) return kiln_loader_invalid("a malformed CPU feature");
+    if (!f) return kiln_invalid(KM(A_MALFORMED_CPU_FEATURE));
     int has = kiln_cpu_has_feature(f);
-    if (has < 0)
-      return kiln_error(KILN_UNSUPPORTED,
-                        "the package requires CPU feature '%s', which this runtime cannot check",
-                        f);
+    if (has < 0) return kiln_error(KILN_UNSUPPORTED, KM(THE_PACKAGE_REQUIRES_CPU_FEATURE_WHICH), f);
     if (!has) {
       if (strlen(why) > start) append(why, room, ", ");
       append(why, room, f);
@@ -237,8 +210,7 @@ kiln_status kiln_select_variant(kiln_loader* ld) {
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->root, KILN_ABI_PACKAGE_VARIANTS)), 4, &vdata);
   KILN_FB_CHECK(R);
   if (nv >= KILN_ABI_MAX_VARIANTS || (nv && ld->static_id))
-    return kiln_invalid("%u variants (the limit is %u; a static library has one)", nv + 1,
-                        KILN_ABI_MAX_VARIANTS);
+    return kiln_invalid(KM(VARIANTS_THE_LIMIT_IS_A_STATIC), nv + 1, KILN_ABI_MAX_VARIANTS);
   m->num_variants = nv + 1;
   /* Every variant's target; the choice: the one named, else the last this CPU runs. |why|
    * collects what each variant that cannot run lacks. */
@@ -251,7 +223,7 @@ kiln_status kiln_select_variant(kiln_loader* ld) {
     uint64_t tgt = fbr_ref(R, fbr_field(R, t, KILN_ABI_PACKAGE_TARGET));
     const char* cpu = fbr_string(R, fbr_ref(R, fbr_field(R, tgt, KILN_ABI_TARGET_CPU)));
     KILN_FB_CHECK(R);
-    if (!cpu) return kiln_loader_invalid("a target without a CPU name");
+    if (!cpu) return kiln_invalid(KM(A_TARGET_WITHOUT_A_CPU_NAME));
     strncpy(m->variant_cpu[v], cpu, sizeof m->variant_cpu[v] - 1);
     size_t mark = strlen(why);
     if (nv) {
@@ -269,15 +241,11 @@ kiln_status kiln_select_variant(kiln_loader* ld) {
     }
   }
   if (chosen < 0 && ld->want_variant)
-    return kiln_error(KILN_INVALID_ARGUMENT,
-                      "the package has no variant '%s' (kiln-run --info lists its variants)",
-                      ld->want_variant);
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(THE_PACKAGE_HAS_NO_VARIANT_KILN), ld->want_variant);
   if (chosen < 0) chosen_st = st;
   if (chosen_st == KILN_MISSING_CPU_FEATURE)
     return kiln_error(KILN_MISSING_CPU_FEATURE,
-                      nv ? "this CPU lacks features of the package's variants: %s"
-                         : "this CPU lacks features the package needs: %s",
-                      why);
+                      nv ? KM(THIS_CPU_LACKS_VARIANT_FEATURES) : KM(THIS_CPU_LACKS_FEATURES), why);
   if (chosen_st != KILN_OK) return chosen_st; /* (KILN_UNSUPPORTED, its message set) */
   m->variant = (uint32_t)chosen;
   return KILN_OK;
@@ -290,13 +258,14 @@ kiln_status kiln_use_variant(kiln_loader* ld, uint32_t v) {
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_CODE)), 1, &ld->code);
   KILN_FB_CHECK(R);
   if (!ld->static_id && (!ld->code || !ld->code_size))
-    return kiln_loader_invalid("a variant without kernel code");
+    return kiln_invalid(KM(A_VARIANT_WITHOUT_KERNEL_CODE));
   return KILN_OK;
 }
 
 /* The stages that load one variant (its target checked). */
 static kiln_status load_variant(kiln_loader* ld) {
   KILN_RETURN_IF_ERROR(kiln_load_tensors(ld));
+  KILN_RETURN_IF_ERROR(kiln_load_symbols(ld));
   KILN_RETURN_IF_ERROR(kiln_load_slots(ld));
   KILN_RETURN_IF_ERROR(kiln_load_code(ld));
   KILN_RETURN_IF_ERROR(kiln_load_schedule(ld));
@@ -345,6 +314,9 @@ void kiln_package_unload(kiln_model* m) {
   kiln_free(a, (void*)m->selftest_outputs);
   kiln_free(a, m->tensor_copy[0]);
   kiln_free(a, m->tensor_copy[1]);
+  kiln_free(a, m->symbol_copy);
+  m->symbol_copy = NULL;
+  m->num_symbols = 0;
   kiln_free(a, m->kernel_strings);
   kiln_free(a, m->launch_strings);
   kiln_free(a, m->launch_args);

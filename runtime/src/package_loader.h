@@ -29,8 +29,6 @@ typedef struct kiln_loader {
 
 /* A KILN_INVALID_PACKAGE error for the reader's first failure, naming its byte offset. */
 KILN_RT_PRIVATE kiln_status kiln_loader_structure_error(const fbr* r);
-/* "invalid package: |what|". */
-KILN_RT_PRIVATE kiln_status kiln_loader_invalid(const char* what);
 
 #define KILN_FB_CHECK(r)                                   \
   do {                                                     \
@@ -55,6 +53,8 @@ KILN_RT_PRIVATE kiln_status kiln_use_variant(kiln_loader* ld, uint32_t v);
 /* package_tensors.c */
 KILN_RT_PRIVATE kiln_status kiln_load_tensors(kiln_loader* ld); /* inputs, outputs, the self-test */
 KILN_RT_PRIVATE kiln_status kiln_load_slots(kiln_loader* ld);   /* arena, slots and their tensors */
+/* package_symbols.c */
+KILN_RT_PRIVATE kiln_status kiln_load_symbols(kiln_loader* ld); /* symbols, axis symbols, extents */
 /* package_schedule.c */
 KILN_RT_PRIVATE kiln_status
 kiln_load_code(kiln_loader* ld); /* the ELF, or the linked entry table */

@@ -16,7 +16,7 @@ static kiln_status bind_entries(kiln_loader* ld) {
   const kiln_code* code = &m->code;
   const kiln_allocator* a = kiln_model_allocator(m);
   uint64_t* first = kiln_alloc(a, ((size_t)code->num_entries + 1) * 8, 8);
-  if (!first) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading kernels");
+  if (!first) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_LOADING_KERNELS));
   const uint8_t* nargs_at = code->table + KILN_ABI_ENTRY_TABLE_NARGS_OFFSET(code->num_entries);
   const uint8_t* extents = code->table + KILN_ABI_ENTRY_TABLE_EXTENTS_OFFSET(code->num_entries);
   first[0] = 0;
@@ -29,17 +29,15 @@ static kiln_status bind_entries(kiln_loader* ld) {
   for (uint32_t i = 0; i < m->num_kernels && st == KILN_OK; ++i) {
     kiln_kernel_desc* k = &m->kernel_descs[i];
     if (k->entry >= code->num_entries) {
-      st = kiln_invalid("kernel %s is entry %u of %u", k->name, k->entry, code->num_entries);
+      st = kiln_invalid(KM(KERNEL_IS_ENTRY_OF), k->name, k->entry, code->num_entries);
       break;
     }
     k->code_extents = extents + first[k->entry] * KILN_ABI_ARG_EXTENT_SIZE;
     uint64_t code_nargs = first[k->entry + 1] - first[k->entry];
     if (code_nargs != k->nargs || memcmp(k->code_extents, m->buf + k->arg_extents,
                                          (size_t)k->nargs * KILN_ABI_ARG_EXTENT_SIZE))
-      st = kiln_invalid(
-          "kernel %s's arguments (%u) or access extents differ from "
-          "its code's (%llu arguments)",
-          k->name, k->nargs, (unsigned long long)code_nargs);
+      st = kiln_invalid(KM(KERNEL_S_ARGUMENTS_OR_ACCESS_EXTENTS), k->name, k->nargs,
+                        (unsigned long long)code_nargs);
     m->kernels[i] = code->entries[k->entry];
   }
   kiln_free(a, first);
@@ -56,12 +54,12 @@ static kiln_status load_kernels(kiln_loader* ld) {
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_KERNELS)), 4, &kdata);
   KILN_FB_CHECK(R);
   if (n > KILN_ABI_MAX_KERNELS)
-    return kiln_invalid("%u kernels (the limit is %u)", n, KILN_ABI_MAX_KERNELS);
+    return kiln_invalid(KM(KERNELS_THE_LIMIT_IS), n, KILN_ABI_MAX_KERNELS);
   const kiln_allocator* a = kiln_model_allocator(m);
   m->kernel_descs = kiln_alloc(a, (size_t)n * sizeof(kiln_kernel_desc) + 8, 8);
   m->kernels = kiln_alloc(a, (size_t)n * sizeof(kiln_kernel_fn) + 8, 8);
   if (!m->kernel_descs || !m->kernels)
-    return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading kernels");
+    return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_LOADING_KERNELS));
   m->num_kernels = n;
   uint64_t name_bytes = 0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -78,20 +76,17 @@ static kiln_status load_kernels(kiln_loader* ld) {
     KILN_FB_CHECK(R);
     if (!k->name || k->nargs == 0 || k->nargs > KILN_ABI_MAX_KERNEL_ARGS || ndt != k->nargs ||
         next != k->nargs)
-      return kiln_invalid(
-          "kernel %u has a bad name or argument list (its argument "
-          "count, dtypes and access extents must agree)",
-          i);
+      return kiln_invalid(KM(KERNEL_HAS_A_BAD_NAME_OR), i);
     name_bytes += strlen(k->name) + 1;
   }
   KILN_RETURN_IF_ERROR(bind_entries(ld));
   m->kernel_strings = kiln_alloc(a, (size_t)name_bytes + 1, 8);
-  if (!m->kernel_strings) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading kernels");
+  if (!m->kernel_strings) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_LOADING_KERNELS));
   char* p = m->kernel_strings;
   for (uint32_t i = 0; i < n; ++i) {
     /* (Bounded again: a file another process writes may change between the passes.) */
     size_t len = strlen(m->kernel_descs[i].name) + 1;
-    if (len > name_bytes) return kiln_loader_invalid("the package changed while loading");
+    if (len > name_bytes) return kiln_invalid(KM(THE_PACKAGE_CHANGED_WHILE_LOADING));
     name_bytes -= len;
     memcpy(p, m->kernel_descs[i].name, len);
     m->kernel_descs[i].name = p;
@@ -114,12 +109,12 @@ static kiln_status check_argument(kiln_loader* ld, uint32_t li, uint32_t g, uint
   const kiln_kernel_desc* k = &m->kernel_descs[L->kernel];
   uint32_t s = L->args[a];
   if (s >= m->num_slots)
-    return kiln_invalid("launch %u argument %u names slot %u of %u", li, a, s, m->num_slots);
+    return kiln_invalid(KM(LAUNCH_ARGUMENT_NAMES_SLOT_OF), li, a, s, m->num_slots);
   const kiln_slot_desc* sd = &m->slots[s];
   uint8_t dtype = m->buf[k->arg_dtypes + a];
   if (sd->dtype != dtype)
-    return kiln_invalid("launch %u argument %u has dtype %u, kernel %s wants %u", li, a, sd->dtype,
-                        k->name, dtype);
+    return kiln_invalid(KM(LAUNCH_ARGUMENT_HAS_DTYPE_KERNEL_WANTS), li, a, sd->dtype, k->name,
+                        dtype);
   const uint8_t* ext = k->code_extents + (uint64_t)a * KILN_ABI_ARG_EXTENT_SIZE;
   uint64_t begin, end;
   uint32_t access;
@@ -127,46 +122,31 @@ static kiln_status check_argument(kiln_loader* ld, uint32_t li, uint32_t g, uint
   memcpy(&end, ext + KILN_ABI_ARG_EXTENT_END, 8);
   memcpy(&access, ext + KILN_ABI_ARG_EXTENT_ACCESS, 4);
   if (begin > end || end > sd->size)
-    return kiln_invalid(
-        "launch %u argument %u: kernel %s touches bytes [%llu, %llu) "
-        "of slot %u, which has %llu",
-        li, a, k->name, (unsigned long long)begin, (unsigned long long)end, s,
-        (unsigned long long)sd->size);
+    return kiln_invalid(KM(LAUNCH_ARGUMENT_KERNEL_TOUCHES_BYTES_OF), li, a, k->name,
+                        (unsigned long long)begin, (unsigned long long)end, s,
+                        (unsigned long long)sd->size);
   if (access & ~(uint32_t)(KILN_ABI_ACCESS_READ | KILN_ABI_ACCESS_WRITE))
-    return kiln_invalid("kernel %s argument %u access %u", k->name, a, access);
+    return kiln_invalid(KM(KERNEL_ARGUMENT_ACCESS), k->name, a, access);
   /* Argument 0 is the kernel's output (the compiler's convention), written even when empty. */
   int writes = (access & KILN_ABI_ACCESS_WRITE) || a == 0;
   if (writes) {
     if (sd->kind != KILN_ABI_SLOT_ARENA && sd->kind != KILN_ABI_SLOT_OUTPUT)
-      return kiln_invalid("launch %u writes an input or a constant (slot %u)", li, s);
-    if (use[s].written != INT32_MAX) return kiln_invalid("slot %u is written twice", s);
-    if (use[s].read == (int32_t)g)
-      return kiln_invalid("slot %u is written and read in group %u (a race)", s, g);
+      return kiln_invalid(KM(LAUNCH_WRITES_AN_INPUT_OR_A), li, s);
+    if (use[s].written != INT32_MAX) return kiln_invalid(KM(SLOT_IS_WRITTEN_TWICE), s);
+    if (use[s].read == (int32_t)g) return kiln_invalid(KM(SLOT_IS_WRITTEN_AND_READ_IN), s, g);
     if (sd->kind == KILN_ABI_SLOT_ARENA && (sd->first_group > g || sd->last_group < g))
-      return kiln_invalid(
-          "slot %u is written in group %u, outside its lifetime "
-          "[%u, %u]",
-          s, g, sd->first_group, sd->last_group);
+      return kiln_invalid(KM(SLOT_IS_WRITTEN_IN_GROUP_OUTSIDE), s, g, sd->first_group,
+                          sd->last_group);
     use[s].written = (int32_t)g;
   }
   if ((access & KILN_ABI_ACCESS_READ) || !writes) {
     if (use[s].written == (int32_t)g)
-      return kiln_error(KILN_INVALID_PACKAGE,
-                        writes ? "invalid package: launch %u in group %u reads slot %u while it "
-                                 "writes it"
-                               : "invalid package: launch %u in group %u reads slot %u, which "
-                                 "the group writes (a race)",
-                        li, g, s);
+      return kiln_invalid(
+          writes ? KM(LAUNCH_READS_SLOT_IT_WRITES) : KM(LAUNCH_READS_SLOT_GROUP_WRITES), li, g, s);
     if (use[s].written > (int32_t)g)
-      return kiln_invalid(
-          "launch %u in group %u reads slot %u before it is "
-          "written",
-          li, g, s);
+      return kiln_invalid(KM(LAUNCH_IN_GROUP_READS_SLOT_BEFORE), li, g, s);
     if (sd->kind == KILN_ABI_SLOT_ARENA && (sd->first_group > g || sd->last_group < g))
-      return kiln_invalid(
-          "slot %u is read in group %u, outside its lifetime "
-          "[%u, %u]",
-          s, g, sd->first_group, sd->last_group);
+      return kiln_invalid(KM(SLOT_IS_READ_IN_GROUP_OUTSIDE), s, g, sd->first_group, sd->last_group);
     use[s].read = (int32_t)g;
   }
   return KILN_OK;
@@ -177,13 +157,12 @@ static kiln_status check_launch(kiln_loader* ld, uint32_t li, uint32_t g, slot_u
   kiln_model* m = ld->m;
   const kiln_launch_desc* L = &m->launches[li];
   if (L->kernel >= m->num_kernels)
-    return kiln_invalid("launch %u names kernel %u of %u", li, L->kernel, m->num_kernels);
+    return kiln_invalid(KM(LAUNCH_NAMES_KERNEL_OF), li, L->kernel, m->num_kernels);
   const kiln_kernel_desc* k = &m->kernel_descs[L->kernel];
   if (L->nargs != k->nargs)
-    return kiln_invalid("launch %u passes %u arguments, kernel %s takes %u", li, L->nargs, k->name,
-                        k->nargs);
+    return kiln_invalid(KM(LAUNCH_PASSES_ARGUMENTS_KERNEL_TAKES), li, L->nargs, k->name, k->nargs);
   if (L->ntasks == 0 || L->ntasks > KILN_ABI_MAX_TASKS)
-    return kiln_invalid("launch %u has %u tasks", li, L->ntasks);
+    return kiln_invalid(KM(LAUNCH_HAS_TASKS), li, L->ntasks);
   for (uint32_t a = 0; a < L->nargs; ++a) KILN_RETURN_IF_ERROR(check_argument(ld, li, g, a, use));
   return KILN_OK;
 }
@@ -221,7 +200,7 @@ static kiln_status load_groups(kiln_loader* ld, uint64_t gdata, slot_use* use, s
       if (text) {
         /* (Bounded again: a file another process writes may change between the passes.) */
         size_t len = strlen(text) + 1;
-        if (len > label_room) return kiln_loader_invalid("the package changed while loading");
+        if (len > label_room) return kiln_invalid(KM(THE_PACKAGE_CHANGED_WHILE_LOADING));
         label_room -= len;
         memcpy(labels_out, text, len);
         L->label = labels_out;
@@ -229,7 +208,7 @@ static kiln_status load_groups(kiln_loader* ld, uint64_t gdata, slot_use* use, s
       }
       items += L->ntasks;
     }
-    if (items > UINT32_MAX) return kiln_loader_invalid("too many tasks in a group");
+    if (items > UINT32_MAX) return kiln_invalid(KM(TOO_MANY_TASKS_IN_A_GROUP));
     m->groups[g].num_items = (uint32_t)items;
   }
   /* (An empty tensor has nothing to write.) */
@@ -237,7 +216,7 @@ static kiln_status load_groups(kiln_loader* ld, uint64_t gdata, slot_use* use, s
     const kiln_slot_desc* sd = &m->slots[s];
     if ((sd->kind == KILN_ABI_SLOT_OUTPUT || sd->kind == KILN_ABI_SLOT_ARENA) &&
         use[s].written == INT32_MAX && sd->size != 0)
-      return kiln_invalid("%s slot %u is never written",
+      return kiln_invalid(KM(SLOT_IS_NEVER_WRITTEN),
                           sd->kind == KILN_ABI_SLOT_OUTPUT ? "output" : "arena", s);
   }
   return KILN_OK;
@@ -252,7 +231,7 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_GROUPS)), 4, &gdata);
   KILN_FB_CHECK(R);
   if (ngroups > KILN_ABI_MAX_GROUPS)
-    return kiln_invalid("%u groups (the limit is %u)", ngroups, KILN_ABI_MAX_GROUPS);
+    return kiln_invalid(KM(GROUPS_THE_LIMIT_IS), ngroups, KILN_ABI_MAX_GROUPS);
   /* to size m->launches, m->launch_args and m->launch_strings */
   uint64_t launches = 0, args = 0, label_bytes = 0;
   for (uint32_t g = 0; g < ngroups && launches <= KILN_ABI_MAX_LAUNCHES; ++g) {
@@ -268,8 +247,8 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
     launches += nl;
   }
   KILN_FB_CHECK(R);
-  if (launches > KILN_ABI_MAX_LAUNCHES) return kiln_loader_invalid("too many launches");
-  if (args > KILN_ABI_MAX_LAUNCH_ARGS) return kiln_loader_invalid("too many launch arguments");
+  if (launches > KILN_ABI_MAX_LAUNCHES) return kiln_invalid(KM(TOO_MANY_LAUNCHES));
+  if (args > KILN_ABI_MAX_LAUNCH_ARGS) return kiln_invalid(KM(TOO_MANY_LAUNCH_ARGUMENTS));
   const kiln_allocator* a = kiln_model_allocator(m);
   m->groups = kiln_alloc(a, (size_t)ngroups * sizeof(kiln_group_desc) + 8, 8);
   m->launches = kiln_alloc(a, (size_t)launches * sizeof(kiln_launch_desc) + 8, 8);
@@ -278,7 +257,7 @@ kiln_status kiln_load_schedule(kiln_loader* ld) {
   slot_use* use = kiln_alloc(a, (size_t)m->num_slots * sizeof(slot_use) + 8, 8);
   kiln_status st = KILN_OK;
   if (!m->groups || !m->launches || !m->launch_args || !m->launch_strings || !use) {
-    st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading the schedule");
+    st = kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_LOADING_THE_SCHEDULE));
   } else {
     m->num_groups = ngroups;
     m->num_launches = (uint32_t)launches;
@@ -351,7 +330,7 @@ kiln_status kiln_verify_memory_plan(kiln_loader* ld) {
   for (uint32_t i = 0; i < m->num_slots; ++i) {
     const kiln_slot_desc* s = &m->slots[i];
     if (s->kind != KILN_ABI_SLOT_ARENA) continue;
-    if (s->last_group >= m->num_groups) return kiln_invalid("slot %u lives past the last group", i);
+    if (s->last_group >= m->num_groups) return kiln_invalid(KM(SLOT_LIVES_PAST_THE_LAST_GROUP), i);
     n += s->size != 0; /* an empty slot touches no memory */
   }
   if (n < 2) return KILN_OK;
@@ -362,7 +341,7 @@ kiln_status kiln_verify_memory_plan(kiln_loader* ld) {
   t.inner = kiln_alloc(al, (size_t)t.size * 2 * 8, 8);
   kiln_status st = KILN_OK;
   if (!order || !t.whole || !t.inner) {
-    st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory verifying the memory plan");
+    st = kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_VERIFYING_THE_MEMORY));
     goto done;
   }
   memset(t.whole, 0, (size_t)t.size * 2 * 8);
@@ -376,7 +355,7 @@ kiln_status kiln_verify_memory_plan(kiln_loader* ld) {
     const kiln_slot_desc* s = &m->slots[order[k].index];
     /* Ends are stored + 1 so that 0 means "none". */
     if (tree_max(&t, 1, 0, t.size - 1, s->first_group, s->last_group) > s->offset + 1) {
-      st = kiln_invalid("arena slot %u overlaps another while both are live", order[k].index);
+      st = kiln_invalid(KM(ARENA_SLOT_OVERLAPS_ANOTHER_WHILE_BOTH), order[k].index);
       goto done;
     }
     tree_assign(&t, 1, 0, t.size - 1, s->first_group, s->last_group, s->offset + s->size + 1);
@@ -394,14 +373,10 @@ static kiln_status load_static_table(kiln_loader* ld) {
   kiln_abi_entry_table_header head;
   memcpy(&head, m->static_table, sizeof head);
   if (head.magic != KILN_ABI_ENTRY_TABLE_MAGIC || head.version != KILN_ABI_ENTRY_TABLE_VERSION)
-    return kiln_loader_invalid(
-        "kiln_model_load_static: |kernels| is not a kiln entry table of this version (rebuild "
-        "the library with this kilnc)");
+    return kiln_invalid(KM(KILN_MODEL_LOAD_STATIC_KERNELS_IS));
   if (head.id != ld->static_id)
-    return kiln_invalid("the linked kernels (id %08x) belong to another package (id %08x)", head.id,
-                        ld->static_id);
-  if (head.count > KILN_ABI_MAX_KERNELS)
-    return kiln_loader_invalid("a static table of too many kernels");
+    return kiln_invalid(KM(THE_LINKED_KERNELS_ID_BELONG_TO), head.id, ld->static_id);
+  if (head.count > KILN_ABI_MAX_KERNELS) return kiln_invalid(KM(A_STATIC_TABLE_OF_TOO_MANY));
   m->code.table = m->static_table;
   m->code.entries = (const kiln_kernel_fn*)((const uint8_t*)m->static_table +
                                             KILN_ABI_ENTRY_TABLE_ENTRIES_OFFSET);

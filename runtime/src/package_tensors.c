@@ -15,9 +15,10 @@ static kiln_status load_tensor_list(kiln_loader* ld, int field, int which, kiln_
   uint32_t n = fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, field)), 4, &data);
   KILN_FB_CHECK(R);
   if (n > KILN_ABI_MAX_TENSORS)
-    return kiln_invalid("%u %s (the limit is %u)", n, what, KILN_ABI_MAX_TENSORS);
+    return kiln_invalid(KM(THE_LIMIT_IS), n, what, KILN_ABI_MAX_TENSORS);
   *out = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_tensor_desc) + 1, 8);
-  if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading tensor descriptions");
+  if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_LOADING_TENSOR_DESCRIPTIONS));
+  memset(*out, 0, (size_t)n * sizeof(kiln_tensor_desc));
   *count = n;
   /* Pass 1: read and check each tensor, and size the copy. */
   uint64_t copy_bytes = 0;
@@ -29,28 +30,27 @@ static kiln_status load_tensor_list(kiln_loader* ld, int field, int which, kiln_
     d->rank = fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_TENSOR_INFO_SHAPE)), 8, &shape);
     d->slot = kiln_fb_u32_field(R, t, KILN_ABI_TENSOR_INFO_SLOT);
     KILN_FB_CHECK(R);
-    if (!name) return kiln_loader_invalid("a tensor without a name");
+    if (!name) return kiln_invalid(KM(A_TENSOR_WITHOUT_A_NAME));
     if (d->rank > KILN_ABI_MAX_RANK)
-      return kiln_invalid("tensor '%s' has rank %u (the limit is %u)", name, d->rank,
-                          KILN_ABI_MAX_RANK);
+      return kiln_invalid(KM(TENSOR_HAS_RANK_THE_LIMIT_IS), name, d->rank, KILN_ABI_MAX_RANK);
     if (kiln_dtype_size((kiln_dtype)d->dtype) == 0)
-      return kiln_invalid("tensor '%s' has dtype %u", name, d->dtype);
+      return kiln_invalid(KM(TENSOR_HAS_DTYPE), name, d->dtype);
     uint64_t numel = 1;
     for (uint32_t k = 0; k < d->rank; ++k) {
       int64_t dim;
       memcpy(&dim, m->buf + shape + 8 * (uint64_t)k, 8);
       if (dim < 0 || kiln_mul_overflow(numel, (uint64_t)dim, &numel))
-        return kiln_invalid("tensor '%s' has a bad shape", name);
+        return kiln_invalid(KM(TENSOR_HAS_A_BAD_SHAPE), name);
     }
     if (kiln_mul_overflow(numel, kiln_dtype_size((kiln_dtype)d->dtype), &d->size_bytes))
-      return kiln_invalid("tensor '%s' is too large", name);
+      return kiln_invalid(KM(TENSOR_IS_TOO_LARGE), name);
     d->name = name; /* (for messages, until the copy below) */
     copy_bytes += 8 * (uint64_t)d->rank + strlen(name) + 1;
   }
   /* Pass 2: the copies, shapes first (they need 8-byte alignment), then the names. The fields
    * are read again: pass 1 proved them in bounds. */
   uint8_t* copy = kiln_alloc(kiln_model_allocator(m), (size_t)copy_bytes + 8, 8);
-  if (!copy) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory copying tensor descriptions");
+  if (!copy) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_COPYING_TENSOR_DESCRIPTIONS));
   m->tensor_copy[which] = copy;
   int64_t* dims = (int64_t*)copy;
   uint64_t total_dims = 0;
@@ -82,16 +82,16 @@ static kiln_status load_selftest_list(kiln_loader* ld, uint64_t st, int field, u
   uint64_t data;
   uint32_t count = fbr_vector(R, fbr_ref(R, fbr_field(R, st, field)), 4, &data);
   KILN_FB_CHECK(R);
-  if (count != n) return kiln_invalid("the self-test has %u %s for %u", count, what, n);
+  if (count != n) return kiln_invalid(KM(THE_SELF_TEST_HAS_FOR), count, what, n);
   *out = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(void*) + 8, 8);
-  if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading the self-test");
+  if (!*out) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_LOADING_THE_SELF));
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t t = fbr_table_at(R, data, i), bytes;
     uint32_t size =
         fbr_vector(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_SELFTEST_TENSOR_DATA)), 1, &bytes);
     KILN_FB_CHECK(R);
     if (size != td[i].size_bytes)
-      return kiln_invalid("self-test %s %u has %u bytes, '%s' has %llu", what, i, size, td[i].name,
+      return kiln_invalid(KM(SELF_TEST_HAS_BYTES_HAS), what, i, size, td[i].name,
                           (unsigned long long)td[i].size_bytes);
     (*out)[i] = m->buf + bytes;
   }
@@ -112,8 +112,7 @@ static kiln_status load_selftest(kiln_loader* ld) {
   KILN_FB_CHECK(R);
   float tol;
   memcpy(&tol, &bits, 4);
-  if (!(tol >= 0.0f && tol <= 1.0f))
-    return kiln_loader_invalid("the self-test tolerance is not in [0, 1]");
+  if (!(tol >= 0.0f && tol <= 1.0f)) return kiln_invalid(KM(THE_SELF_TEST_TOLERANCE_IS_NOT));
   m->selftest_tolerance = tol;
   m->has_selftest = 1;
   return KILN_OK;
@@ -135,12 +134,12 @@ static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_d
   switch (s->kind) {
     case KILN_ABI_SLOT_ARENA:
       if (kiln_add_overflow(s->offset, s->size, &end) || end > m->arena_size || s->offset % es)
-        return kiln_invalid("slot %u lies outside the arena or is misaligned", i);
-      if (s->first_group > s->last_group) return kiln_invalid("slot %u has an empty lifetime", i);
+        return kiln_invalid(KM(SLOT_LIES_OUTSIDE_THE_ARENA_OR), i);
+      if (s->first_group > s->last_group) return kiln_invalid(KM(SLOT_HAS_AN_EMPTY_LIFETIME), i);
       return KILN_OK;
     case KILN_ABI_SLOT_CONSTANT:
       if (kiln_add_overflow(s->offset, s->size, &end) || end > m->constants_size || s->offset % es)
-        return kiln_invalid("slot %u lies outside the constants or is misaligned", i);
+        return kiln_invalid(KM(SLOT_LIES_OUTSIDE_THE_CONSTANTS_OR), i);
       return KILN_OK;
     case KILN_ABI_SLOT_INPUT:
     case KILN_ABI_SLOT_OUTPUT: {
@@ -149,12 +148,11 @@ static kiln_status check_slot(const kiln_model* m, uint32_t i, const kiln_slot_d
       const kiln_tensor_desc* td = input ? m->inputs : m->outputs;
       if (s->index >= n || td[s->index].slot != i || td[s->index].dtype != s->dtype ||
           td[s->index].size_bytes != s->size)
-        return kiln_invalid("slot %u does not match %s %u", i, input ? "input" : "output",
-                            s->index);
+        return kiln_invalid(KM(SLOT_DOES_NOT_MATCH), i, input ? "input" : "output", s->index);
       return KILN_OK;
     }
     default:
-      return kiln_invalid("slot %u has kind %u", i, s->kind);
+      return kiln_invalid(KM(SLOT_HAS_KIND), i, s->kind);
   }
 }
 
@@ -166,17 +164,16 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
   KILN_FB_CHECK(R);
   if (m->arena_alignment == 0 || (m->arena_alignment & (m->arena_alignment - 1)) ||
       m->arena_alignment > 4096)
-    return kiln_loader_invalid("the arena alignment is not a power of two up to 4096");
-  if (m->arena_size >= (UINT64_C(1) << 62)) return kiln_loader_invalid("the arena is too large");
+    return kiln_invalid(KM(THE_ARENA_ALIGNMENT_IS_NOT_A));
+  if (m->arena_size >= (UINT64_C(1) << 62)) return kiln_invalid(KM(THE_ARENA_IS_TOO_LARGE));
 
   uint64_t sdata;
   uint32_t n =
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_SLOTS)), 4, &sdata);
   KILN_FB_CHECK(R);
-  if (n > KILN_ABI_MAX_SLOTS)
-    return kiln_invalid("%u slots (the limit is %u)", n, KILN_ABI_MAX_SLOTS);
+  if (n > KILN_ABI_MAX_SLOTS) return kiln_invalid(KM(SLOTS_THE_LIMIT_IS), n, KILN_ABI_MAX_SLOTS);
   m->slots = kiln_alloc(kiln_model_allocator(m), (size_t)n * sizeof(kiln_slot_desc) + 1, 8);
-  if (!m->slots) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory loading slots");
+  if (!m->slots) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_LOADING_SLOTS));
   m->num_slots = n;
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t t = fbr_table_at(R, sdata, i);
@@ -191,10 +188,10 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
     uint64_t numel = kiln_fb_u64_field(R, t, KILN_ABI_SLOT_NUMEL), bytes;
     KILN_FB_CHECK(R);
     size_t es = kiln_dtype_size((kiln_dtype)s->dtype);
-    if (!es) return kiln_invalid("slot %u has dtype %u", i, s->dtype);
+    if (!es) return kiln_invalid(KM(SLOT_HAS_DTYPE), i, s->dtype);
     if (kiln_mul_overflow(numel, es, &bytes) || bytes != s->size)
-      return kiln_invalid("slot %u size %llu does not match %llu elements", i,
-                          (unsigned long long)s->size, (unsigned long long)numel);
+      return kiln_invalid(KM(SLOT_SIZE_DOES_NOT_MATCH_ELEMENTS), i, (unsigned long long)s->size,
+                          (unsigned long long)numel);
     KILN_RETURN_IF_ERROR(check_slot(m, i, s, es));
   }
   /* One tensor, one slot: each input and output names a slot of its kind that names it back
@@ -206,8 +203,8 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
     uint8_t kind = which ? KILN_ABI_SLOT_OUTPUT : KILN_ABI_SLOT_INPUT;
     for (uint32_t i = 0; i < count; ++i)
       if (td[i].slot >= n || m->slots[td[i].slot].kind != kind || m->slots[td[i].slot].index != i)
-        return kiln_invalid("%s '%s' does not own an %s slot", which ? "output" : "input",
-                            td[i].name, which ? "output" : "input");
+        return kiln_invalid(KM(DOES_NOT_OWN_AN_SLOT), which ? "output" : "input", td[i].name,
+                            which ? "output" : "input");
   }
   return KILN_OK;
 }

@@ -87,7 +87,7 @@ static double output_error(const kiln_tensor_desc* t, const uint8_t* got, const 
 
 kiln_status kiln_model_has_selftest(const kiln_model* model, int* out_has) {
   if (!model || !out_has)
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_has_selftest: NULL argument");
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_MODEL_HAS_SELFTEST_NULL_ARGUMENT));
   *out_has = model->has_selftest;
   return KILN_OK;
 }
@@ -95,15 +95,12 @@ kiln_status kiln_model_has_selftest(const kiln_model* model, int* out_has) {
 kiln_status kiln_model_selftest(kiln_model* model, size_t num_threads,
                                 kiln_selftest_report* report) {
   if (!model || !report)
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_model_selftest: NULL argument");
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_MODEL_SELFTEST_NULL_ARGUMENT));
   if (report->struct_size < sizeof(kiln_selftest_report))
-    return kiln_error(KILN_INVALID_ARGUMENT,
-                      "kiln_model_selftest: report->struct_size is %zu, expected %zu",
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_MODEL_SELFTEST_REPORT_STRUCT_SIZE),
                       report->struct_size, sizeof(kiln_selftest_report));
   if (!model->has_selftest)
-    return kiln_error(
-        KILN_NOT_FOUND,
-        "kiln_model_selftest: the package has no self-test (compile with --embed-selftest)");
+    return kiln_error(KILN_NOT_FOUND, KM(KILN_MODEL_SELFTEST_THE_PACKAGE_HAS));
   kiln_session_options o;
   kiln_session_options_init(&o);
   o.num_threads = num_threads;

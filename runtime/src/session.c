@@ -4,35 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
-
-struct kiln_session {
-  kiln_model* model;
-  const kiln_allocator* allocator;
-  kiln_pool* pool;
-  uint8_t* arena;
-  void* owned_arena;
-  void** slot_ptr;     /* the address of every slot */
-  void** owned_io;     /* session storage of each input then each output */
-  int* input_set;      /* nonzero once an input is set or bound */
-  void*** launch_args; /* per launch: pointers to its argument buffers */
-  void** arg_storage;
-  int ran;
-  int profile;
-  uint64_t* prof_runs;
-  double* prof_ms;
-  /* trace mode: per launch and thread, when that thread ran the launch's tasks; an entry
-   * belongs to the last run when its run number is trace_run */
-  struct trace_slot {
-    uint64_t start_ns, end_ns;
-    uint32_t run;
-  }* trace;
-  uint32_t trace_threads, trace_run;
-  uint64_t trace_t0;
-  /* the group being run (the pool's work function reads it) */
-  const kiln_group_desc* cur_group;
-  uint32_t cur_launch; /* profile mode: one launch at a time */
-};
+#include "session.h"
 
 void kiln_session_options_init(kiln_session_options* o) {
   if (!o) return;
@@ -42,7 +14,7 @@ void kiln_session_options_init(kiln_session_options* o) {
 }
 
 /* Rebuilds the argument arrays from the slot addresses (after a binding changes). */
-static void refresh_args(kiln_session* s) {
+void kiln_session_refresh_args(kiln_session* s) {
   const kiln_model* m = s->model;
   for (uint32_t l = 0; l < m->num_launches; ++l)
     for (uint32_t a = 0; a < m->launches[l].nargs; ++a)
@@ -65,6 +37,7 @@ kiln_status kiln_session_release(kiln_session* s) {
   kiln_free(a, s->prof_runs);
   kiln_free(a, s->prof_ms);
   kiln_free(a, s->trace);
+  kiln_session_shapes_release(s);
   __atomic_fetch_sub(&s->model->live_sessions, 1, __ATOMIC_ACQ_REL);
   kiln_free(a, s);
   return KILN_OK;
@@ -73,37 +46,34 @@ kiln_status kiln_session_release(kiln_session* s) {
 kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
                                 kiln_session** out_session) {
   if (!out_session)
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_create: out_session is NULL");
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_CREATE_OUT_SESSION_IS));
   *out_session = NULL;
-  if (!m) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_create: model is NULL");
+  if (!m) return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_CREATE_MODEL_IS_NULL));
   kiln_session_options opts;
   kiln_session_options_init(&opts);
   if (o) {
     /* Callers built against the first version pass a struct without `trace`. */
     if (o->struct_size < offsetof(kiln_session_options, trace) ||
         o->struct_size > sizeof(kiln_session_options))
-      return kiln_error(KILN_INVALID_ARGUMENT,
-                        "kiln_session_options.struct_size is %zu; call kiln_session_options_init",
+      return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_OPTIONS_STRUCT_SIZE_IS),
                         o->struct_size);
     memcpy(&opts, o, o->struct_size);
   }
   o = &opts;
   if (o->num_threads > KILN_MAX_THREADS)
-    return kiln_error(KILN_INVALID_ARGUMENT,
-                      "kiln_session_create: %zu threads (a session runs on at most %d)",
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_CREATE_THREADS_A_SESSION),
                       o->num_threads, KILN_MAX_THREADS);
   if (o->arena) {
     if (o->arena_size < m->arena_size)
-      return kiln_error(KILN_INVALID_ARGUMENT,
-                        "the supplied arena has %zu bytes, the model needs %llu", o->arena_size,
+      return kiln_error(KILN_INVALID_ARGUMENT, KM(THE_SUPPLIED_ARENA_HAS_BYTES_THE), o->arena_size,
                         (unsigned long long)m->arena_size);
     if ((uintptr_t)o->arena % m->arena_alignment)
-      return kiln_error(KILN_INVALID_ARGUMENT, "the supplied arena is not aligned to %u bytes",
+      return kiln_error(KILN_INVALID_ARGUMENT, KM(THE_SUPPLIED_ARENA_IS_NOT_ALIGNED),
                         m->arena_alignment);
   }
   const kiln_allocator* a = kiln_model_allocator(m);
   kiln_session* s = kiln_alloc(a, sizeof *s, 16);
-  if (!s) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory creating a session");
+  if (!s) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_CREATING_A_SESSION));
   memset(s, 0, sizeof *s);
   s->model = m;
   s->allocator = a;
@@ -121,7 +91,7 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
   s->launch_args = kiln_alloc(a, (size_t)m->num_launches * sizeof(void**) + 8, 16);
   s->arg_storage = kiln_alloc(a, (size_t)nargs * sizeof(void*) + 8, 16);
   if (!s->slot_ptr || !s->owned_io || !s->input_set || !s->launch_args || !s->arg_storage) {
-    st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory creating a session");
+    st = kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_CREATING_A_SESSION));
     goto fail;
   }
   memset(s->input_set, 0, (size_t)m->num_inputs * sizeof(int));
@@ -131,7 +101,7 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
     s->owned_arena =
         kiln_alloc(a, (size_t)m->arena_size, m->arena_alignment < 64 ? 64 : m->arena_alignment);
     if (!s->owned_arena) {
-      st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory allocating a %llu-byte arena",
+      st = kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_ALLOCATING_A_BYTE),
                       (unsigned long long)m->arena_size);
       goto fail;
     }
@@ -145,7 +115,7 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
     const kiln_tensor_desc* t = i < m->num_inputs ? &m->inputs[i] : &m->outputs[i - m->num_inputs];
     s->owned_io[i] = kiln_alloc(a, (size_t)t->size_bytes, 64);
     if (!s->owned_io[i]) {
-      st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory allocating tensor '%s'", t->name);
+      st = kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_ALLOCATING_TENSOR), t->name);
       goto fail;
     }
     memset(s->owned_io[i], 0, (size_t)t->size_bytes);
@@ -174,12 +144,12 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
       p += m->launches[l].nargs;
     }
   }
-  refresh_args(s);
+  kiln_session_refresh_args(s);
   if (o->profile) {
     s->prof_runs = kiln_alloc(a, (size_t)m->num_launches * sizeof(uint64_t) + 8, 16);
     s->prof_ms = kiln_alloc(a, (size_t)m->num_launches * sizeof(double) + 8, 16);
     if (!s->prof_runs || !s->prof_ms) {
-      st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory for profiles");
+      st = kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_FOR_PROFILES));
       goto fail;
     }
     memset(s->prof_runs, 0, (size_t)m->num_launches * sizeof(uint64_t));
@@ -190,11 +160,13 @@ kiln_status kiln_session_create(kiln_model* m, const kiln_session_options* o,
     size_t n = (size_t)m->num_launches * s->trace_threads;
     s->trace = kiln_alloc(a, n * sizeof *s->trace + 8, 16);
     if (!s->trace) {
-      st = kiln_error(KILN_OUT_OF_MEMORY, "out of memory for traces");
+      st = kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_FOR_TRACES));
       goto fail;
     }
     memset(s->trace, 0, n * sizeof *s->trace);
   }
+  st = kiln_session_shapes_init(s);
+  if (st != KILN_OK) goto fail;
   st = kiln_pool_create(a, o->num_threads > 1 ? o->num_threads - 1 : 0, &s->pool);
   if (st != KILN_OK) goto fail;
   *out_session = s;
@@ -206,21 +178,21 @@ fail:
 
 static kiln_status check_io(const kiln_session* s, size_t index, kiln_dtype dtype, const void* data,
                             size_t size, int output, const char* what) {
-  if (!s) return kiln_error(KILN_INVALID_ARGUMENT, "%s: session is NULL", what);
+  if (!s) return kiln_error(KILN_INVALID_ARGUMENT, KM(SESSION_IS_NULL), what);
   const kiln_model* m = s->model;
   uint32_t n = output ? m->num_outputs : m->num_inputs;
   if (index >= n)
-    return kiln_error(KILN_INVALID_ARGUMENT, "%s: index %zu out of range (the model has %u %s)",
-                      what, index, n, output ? "outputs" : "inputs");
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(INDEX_OUT_OF_RANGE_THE_MODEL_2), what, index, n,
+                      output ? "outputs" : "inputs");
   const kiln_tensor_desc* t = output ? &m->outputs[index] : &m->inputs[index];
   /* A tensor with no elements has no bytes to point at: NULL is fine there. */
   if (!data && t->size_bytes)
-    return kiln_error(KILN_INVALID_ARGUMENT, "%s: data for '%s' is NULL", what, t->name);
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(DATA_FOR_IS_NULL), what, t->name);
   if ((unsigned)dtype != t->dtype)
-    return kiln_error(KILN_INVALID_ARGUMENT, "%s: '%s' is %s, given %s", what, t->name,
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(IS_GIVEN), what, t->name,
                       kiln_dtype_name((kiln_dtype)t->dtype), kiln_dtype_name(dtype));
   if (size != t->size_bytes)
-    return kiln_error(KILN_INVALID_ARGUMENT, "%s: '%s' has %llu bytes, given %zu", what, t->name,
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(HAS_BYTES_GIVEN), what, t->name,
                       (unsigned long long)t->size_bytes, size);
   return KILN_OK;
 }
@@ -232,8 +204,7 @@ static kiln_status check_alignment(const kiln_session* s, size_t index, const vo
   const kiln_tensor_desc* t = output ? &m->outputs[index] : &m->inputs[index];
   size_t es = kiln_dtype_size((kiln_dtype)t->dtype);
   if ((uintptr_t)data % es)
-    return kiln_error(KILN_INVALID_ARGUMENT, "%s: memory for '%s' is not aligned to %zu bytes",
-                      what, t->name, es);
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(MEMORY_FOR_IS_NOT_ALIGNED_TO), what, t->name, es);
   return KILN_OK;
 }
 
@@ -243,9 +214,13 @@ kiln_status kiln_session_set_input(kiln_session* s, size_t index, kiln_dtype dty
   const kiln_model* m = s->model;
   uint32_t slot = m->inputs[index].slot;
   if (size) memcpy(s->owned_io[index], data, size);
+  /* The whole layout: a symbolic input at its bounds. */
+  if (s->input_shapes && m->inputs[index].rank)
+    memcpy(s->input_shapes + m->inputs[index].dims_offset, m->inputs[index].shape,
+           8 * (size_t)m->inputs[index].rank);
   if (s->slot_ptr[slot] != s->owned_io[index]) {
     s->slot_ptr[slot] = s->owned_io[index];
-    refresh_args(s);
+    kiln_session_refresh_args(s);
   }
   s->input_set[index] = 1;
   return KILN_OK;
@@ -254,9 +229,12 @@ kiln_status kiln_session_set_input(kiln_session* s, size_t index, kiln_dtype dty
 kiln_status kiln_session_bind_input(kiln_session* s, size_t index, kiln_dtype dtype,
                                     const void* data, size_t size) {
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 0, "kiln_session_bind_input"));
+  if (s->model->inputs[index].axis_symbols)
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_BIND_INPUT_HAS_SYMBOLIC),
+                      s->model->inputs[index].name);
   KILN_RETURN_IF_ERROR(check_alignment(s, index, data, 0, "kiln_session_bind_input"));
   s->slot_ptr[s->model->inputs[index].slot] = (void*)data;
-  refresh_args(s);
+  kiln_session_refresh_args(s);
   s->input_set[index] = 1;
   return KILN_OK;
 }
@@ -264,9 +242,12 @@ kiln_status kiln_session_bind_input(kiln_session* s, size_t index, kiln_dtype dt
 kiln_status kiln_session_bind_output(kiln_session* s, size_t index, kiln_dtype dtype, void* data,
                                      size_t size) {
   KILN_RETURN_IF_ERROR(check_io(s, index, dtype, data, size, 1, "kiln_session_bind_output"));
+  if (s->model->outputs[index].extent_code)
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_BIND_OUTPUT_HAS_SYMBOLIC),
+                      s->model->outputs[index].name);
   KILN_RETURN_IF_ERROR(check_alignment(s, index, data, 1, "kiln_session_bind_output"));
   s->slot_ptr[s->model->outputs[index].slot] = data;
-  refresh_args(s);
+  kiln_session_refresh_args(s);
   return KILN_OK;
 }
 
@@ -293,13 +274,13 @@ static void run_item(void* ctx, uint32_t i) {
   }
   const kiln_launch_desc* L = &m->launches[l];
   if (!s->trace) {
-    m->kernels[L->kernel](s->launch_args[l], NULL, i, L->ntasks);
+    m->kernels[L->kernel](s->launch_args[l], s->vars, i, L->ntasks);
     return;
   }
   /* Each thread writes only its own entry of each launch: no races. */
   struct trace_slot* t = &s->trace[(size_t)l * s->trace_threads + kiln_pool_thread_index()];
   uint64_t t0 = now_ns();
-  m->kernels[L->kernel](s->launch_args[l], NULL, i, L->ntasks);
+  m->kernels[L->kernel](s->launch_args[l], s->vars, i, L->ntasks);
   if (t->run != s->trace_run) {
     t->run = s->trace_run;
     t->start_ns = t0;
@@ -308,12 +289,13 @@ static void run_item(void* ctx, uint32_t i) {
 }
 
 kiln_status kiln_session_run(kiln_session* s) {
-  if (!s) return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_run: session is NULL");
+  if (!s) return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_SESSION_IS_NULL));
   const kiln_model* m = s->model;
   for (uint32_t i = 0; i < m->num_inputs; ++i)
     if (!s->input_set[i])
-      return kiln_error(KILN_FAILED_PRECONDITION, "kiln_session_run: input '%s' is not set",
+      return kiln_error(KILN_FAILED_PRECONDITION, KM(KILN_SESSION_RUN_INPUT_IS_NOT),
                         m->inputs[i].name);
+  KILN_RETURN_IF_ERROR(kiln_session_bind_symbols(s));
   if (s->trace) {
     s->trace_run = s->trace_run + 1 ? s->trace_run + 1 : 1; /* (0: never ran) */
     s->trace_t0 = now_ns();
@@ -340,23 +322,26 @@ kiln_status kiln_session_run(kiln_session* s) {
 kiln_status kiln_session_output(const kiln_session* s, size_t index, const void** out_data,
                                 size_t* out_size) {
   if (!s || !out_data || !out_size)
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_output: NULL argument");
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_OUTPUT_NULL_ARGUMENT));
   const kiln_model* m = s->model;
   if (index >= m->num_outputs)
-    return kiln_error(KILN_INVALID_ARGUMENT,
-                      "kiln_session_output: index %zu out of range (the model has %u outputs)",
-                      index, m->num_outputs);
-  if (!s->ran)
-    return kiln_error(KILN_FAILED_PRECONDITION,
-                      "kiln_session_output: no run has completed on this session");
-  *out_data = s->slot_ptr[m->outputs[index].slot];
-  *out_size = (size_t)m->outputs[index].size_bytes;
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_OUTPUT_INDEX_OUT_OF), index,
+                      m->num_outputs);
+  if (!s->ran) return kiln_error(KILN_FAILED_PRECONDITION, KM(KILN_SESSION_OUTPUT_NO_RUN_HAS));
+  const kiln_tensor_desc* t = &m->outputs[index];
+  *out_data = s->slot_ptr[t->slot];
+  *out_size = (size_t)t->size_bytes;
+  if (t->extent_code) {
+    uint64_t n = kiln_dtype_size((kiln_dtype)t->dtype);
+    for (uint32_t k = 0; k < t->rank; ++k) n *= (uint64_t)s->output_shapes[t->dims_offset + k];
+    *out_size = (size_t)n;
+  }
   return KILN_OK;
 }
 
 kiln_status kiln_session_launch_count(const kiln_session* s, size_t* out_count) {
   if (!s || !out_count)
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_count: NULL argument");
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_LAUNCH_COUNT_NULL_ARGUMENT));
   *out_count = s->model->num_launches;
   return KILN_OK;
 }
@@ -364,13 +349,11 @@ kiln_status kiln_session_launch_count(const kiln_session* s, size_t* out_count) 
 kiln_status kiln_session_launch_profile(const kiln_session* s, size_t index, size_t* out_kernel,
                                         uint64_t* out_runs, double* out_total_ms) {
   if (!s || !out_kernel || !out_runs || !out_total_ms)
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_profile: NULL argument");
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_LAUNCH_PROFILE_NULL_ARGUMENT));
   if (!s->profile)
-    return kiln_error(KILN_FAILED_PRECONDITION,
-                      "kiln_session_launch_profile: the session was created without profile");
+    return kiln_error(KILN_FAILED_PRECONDITION, KM(KILN_SESSION_LAUNCH_PROFILE_THE_SESSION));
   if (index >= s->model->num_launches)
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_launch_profile: index %zu out of range",
-                      index);
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_LAUNCH_PROFILE_INDEX_OUT), index);
   *out_kernel = s->model->launches[index].kernel;
   *out_runs = s->prof_runs[index];
   *out_total_ms = s->prof_ms[index];
@@ -380,10 +363,9 @@ kiln_status kiln_session_launch_profile(const kiln_session* s, size_t index, siz
 kiln_status kiln_session_trace(const kiln_session* s, kiln_trace_event* events, size_t capacity,
                                size_t* out_count) {
   if (!s || !out_count || (!events && capacity))
-    return kiln_error(KILN_INVALID_ARGUMENT, "kiln_session_trace: NULL argument");
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_TRACE_NULL_ARGUMENT));
   if (!s->trace)
-    return kiln_error(KILN_FAILED_PRECONDITION,
-                      "kiln_session_trace: the session was created without trace");
+    return kiln_error(KILN_FAILED_PRECONDITION, KM(KILN_SESSION_TRACE_THE_SESSION_WAS));
   size_t n = 0;
   for (uint32_t l = 0; l < s->model->num_launches; ++l)
     for (uint32_t t = 0; t < s->trace_threads; ++t) {

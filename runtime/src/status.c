@@ -34,10 +34,19 @@ const char* kiln_last_error_message(void) {
   return g_message;
 }
 
-kiln_status kiln_error(kiln_status status, const char* fmt, ...) {
+#ifdef KILN_RT_AMALGAMATION
+#define KILN_MESSAGE_TEXT(id) KILN_MSG_##id,
+static const struct kiln_message_table kiln_messages = {KILN_MESSAGE_IDS(KILN_MESSAGE_TEXT)};
+#undef KILN_MESSAGE_TEXT
+#define MESSAGE_TEXT(msg) ((const char*)&kiln_messages + (msg))
+#else
+#define MESSAGE_TEXT(msg) (msg)
+#endif
+
+kiln_status kiln_error(kiln_status status, kiln_message msg, ...) {
   va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_message, sizeof g_message, fmt, ap);
+  va_start(ap, msg);
+  vsnprintf(g_message, sizeof g_message, MESSAGE_TEXT(msg), ap);
   va_end(ap);
   return status;
 }
@@ -55,12 +64,13 @@ kiln_status kiln_error_context(kiln_status status, const char* a, const char* b)
   return status;
 }
 
-kiln_status kiln_invalid(const char* fmt, ...) {
+kiln_status kiln_invalid(kiln_message msg, ...) {
   static const char prefix[] = "invalid package: ";
   memcpy(g_message, prefix, sizeof prefix);
   va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_message + sizeof prefix - 1, sizeof g_message - (sizeof prefix - 1), fmt, ap);
+  va_start(ap, msg);
+  vsnprintf(g_message + sizeof prefix - 1, sizeof g_message - (sizeof prefix - 1),
+            MESSAGE_TEXT(msg), ap);
   va_end(ap);
   return KILN_INVALID_PACKAGE;
 }

@@ -87,22 +87,22 @@ static void* worker(void* arg) {
 
 kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out) {
   if (num_workers >= KILN_MAX_THREADS)
-    return kiln_error(KILN_INVALID_ARGUMENT, "%zu worker threads (the limit is %d threads)",
-                      num_workers, KILN_MAX_THREADS);
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(WORKER_THREADS_THE_LIMIT_IS_THREADS), num_workers,
+                      KILN_MAX_THREADS);
   kiln_pool* p = kiln_alloc(a, sizeof *p, 64);
-  if (!p) return kiln_error(KILN_OUT_OF_MEMORY, "out of memory creating the thread pool");
+  if (!p) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_CREATING_THE_THREAD));
   memset(p, 0, sizeof *p);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   p->threads = kiln_alloc(a, num_workers * sizeof(pthread_t) + 1, 16);
   if (!p->threads) {
     kiln_pool_destroy(a, p);
-    return kiln_error(KILN_OUT_OF_MEMORY, "out of memory creating the thread pool");
+    return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_CREATING_THE_THREAD));
   }
   for (size_t i = 0; i < num_workers; ++i) {
     if (pthread_create(&p->threads[i], NULL, worker, p) != 0) {
       kiln_pool_destroy(a, p);
-      return kiln_error(KILN_INTERNAL, "cannot start worker thread %zu", i);
+      return kiln_error(KILN_INTERNAL, KM(CANNOT_START_WORKER_THREAD), i);
     }
     p->nworkers = i + 1;
   }
@@ -154,8 +154,7 @@ struct kiln_pool {
 kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out) {
   (void)a;
   if (num_workers > 0)
-    return kiln_error(KILN_UNSUPPORTED,
-                      "this runtime is built without threads (KILN_RT_NO_THREADS)");
+    return kiln_error(KILN_UNSUPPORTED, KM(THIS_RUNTIME_IS_BUILT_WITHOUT_THREADS));
   *out = NULL;
   return KILN_OK;
 }

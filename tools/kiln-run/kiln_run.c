@@ -107,6 +107,14 @@ static void print_info(const kiln_model* m) {
            vi.runs_here ? "" : " (not on this CPU)", vi.chosen ? " (loaded)" : "");
   }
   printf("arena: %zu bytes (alignment %zu), kernels: %zu\n", arena, align, kernels);
+  size_t nsym = 0;
+  kiln_model_symbol_count(m, &nsym);
+  for (size_t k = 0; k < nsym; ++k) {
+    const char* name;
+    int64_t lo, hi;
+    kiln_model_symbol_info(m, k, &name, &lo, &hi);
+    printf("symbol %zu: %s in [%lld, %lld]\n", k, name, (long long)lo, (long long)hi);
+  }
   for (int out = 0; out < 2; ++out) {
     (out ? kiln_model_output_count : kiln_model_input_count)(m, &n);
     for (size_t i = 0; i < n; ++i) {
@@ -114,8 +122,17 @@ static void print_info(const kiln_model* m) {
       t.struct_size = sizeof t;
       (out ? kiln_model_output_info : kiln_model_input_info)(m, i, &t);
       printf("%s %zu: %s %s [", out ? "output" : "input", i, t.name, kiln_dtype_name(t.dtype));
-      for (size_t k = 0; k < t.rank; ++k) printf("%s%lld", k ? "," : "", (long long)t.shape[k]);
-      printf("] %zu bytes\n", t.size_bytes);
+      for (size_t k = 0; k < t.rank; ++k) {
+        int sym = t.axis_symbols ? t.axis_symbols[k] : -1;
+        const char* name = NULL;
+        int64_t lo, hi;
+        if (sym >= 0) kiln_model_symbol_info(m, (size_t)sym, &name, &lo, &hi);
+        if (name)
+          printf("%s%s<=%lld", k ? "," : "", name, (long long)t.shape[k]);
+        else
+          printf("%s%lld", k ? "," : "", (long long)t.shape[k]);
+      }
+      printf("] %zu bytes%s\n", t.size_bytes, nsym ? " (at the bounds)" : "");
     }
   }
   kiln_model_launch_count(m, &n);
@@ -289,6 +306,14 @@ int main(int argc, char** argv) {
     kiln_tensor_info t;
     t.struct_size = sizeof t;
     kiln_model_input_info(model, idx, &t);
+    /* An input with symbolic axes takes the array's shape (the runtime checks its bounds). */
+    if (t.axis_symbols) {
+      if (check(kiln_session_set_input_shaped(session, idx, arr->dtype, arr->data, arr->size_bytes,
+                                              arr->rank, arr->shape),
+                "--input"))
+        goto out;
+      continue;
+    }
     int shape_ok = arr->rank == t.rank;
     for (size_t k = 0; shape_ok && k < t.rank; ++k) shape_ok = arr->shape[k] == t.shape[k];
     if (!shape_ok) {
@@ -378,13 +403,17 @@ int main(int argc, char** argv) {
       const void* data;
       size_t size;
       if (check(kiln_session_output(session, o, &data, &size), "reading an output")) goto out;
+      size_t rank;
+      const int64_t* shape;
+      if (check(kiln_session_output_shape(session, o, &rank, &shape), "reading an output"))
+        goto out;
       char file[1024];
       int n = snprintf(file, sizeof file, "%s/", out_dir);
       for (const char* c = t.name; *c && n < (int)sizeof file - 5; ++c)
         file[n++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
       snprintf(file + n, sizeof file - (size_t)n, ".npy");
       char err[512];
-      if (npy_write(file, t.dtype, t.rank, t.shape, data, size, err, sizeof err)) {
+      if (npy_write(file, t.dtype, rank, shape, data, size, err, sizeof err)) {
         fprintf(stderr, "kiln-run: %s\n", err);
         goto out;
       }

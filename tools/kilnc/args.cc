@@ -31,6 +31,7 @@ std::string usage() {
          "options:\n"
          "  --shape NAME=D0,D1,...   input shape (repeatable)\n"
          "  --dim PARAM=N            bind an ONNX dim parameter (e.g. batch=1) on every input\n"
+         "  --dim PARAM=LO..HI       keep it symbolic: one package for every size in [LO, HI]\n"
          "  --freeze NAME=FILE.npy   make an ONNX input a constant (inputs that must be known at\n"
          "                           compile time, e.g. a Reshape's shape); the package lacks it\n"
          "  --json                   plan, inspect: print one JSON object\n"
@@ -158,7 +159,20 @@ Args parse_args(int argc, char** argv) {
       c.model.shapes[n] = parse_dims(v, "--shape");
     } else if (is("--dim")) {
       auto [n, v] = name_value(value("--dim"), "--dim");
-      c.model.dims[n] = parse_int(v, "--dim", 0, INT64_MAX);
+      if (size_t dots = v.find(".."); dots != std::string::npos) {
+        // A symbol: the package takes any size in [lo, hi] at run time.
+        int64_t lo = parse_int(v.substr(0, dots), "--dim", 0, INT64_MAX);
+        int64_t hi = parse_int(v.substr(dots + 2), "--dim", 0, INT64_MAX);
+        if (lo > hi)
+          throw UsageError("--dim " + n + "=" + v + ": the minimum " + std::to_string(lo) +
+                           " is above the maximum " + std::to_string(hi));
+        if (lo == hi)
+          c.model.dims[n] = lo;
+        else
+          c.model.dim_ranges[n] = {lo, hi};
+      } else {
+        c.model.dims[n] = parse_int(v, "--dim", 0, INT64_MAX);
+      }
     } else if (is("--freeze")) {
       auto [n, file] = name_value(value("--freeze"), "--freeze");
       c.model.frozen.emplace(n, read_array(file));

@@ -38,6 +38,9 @@ std::vector<std::string> provenance_flags(const Args& a,
     f.push_back("--shape=" + name + "=" + kiln::shape_str(shape));
   for (const auto& [param, n] : a.compile.model.dims)
     f.push_back("--dim=" + param + "=" + std::to_string(n));
+  for (const auto& [param, range] : a.compile.model.dim_ranges)
+    f.push_back("--dim=" + param + "=" + std::to_string(range.first) + ".." +
+                std::to_string(range.second));
   f.insert(f.end(), a.frozen_flags.begin(), a.frozen_flags.end());
   if (a.compile.emit == kiln::Emit::StaticLibrary) f.push_back("--emit=static-lib");
   if (!a.compile.model.lowering.winograd) f.push_back("--no-winograd");

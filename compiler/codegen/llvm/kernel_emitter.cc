@@ -28,6 +28,7 @@ class Emitter {
     const std::vector<DType>& args = k.arg_dtypes;
     idx_ = k.index_bits == 32 ? b_.getInt32Ty() : b_.getInt64Ty();
     std::vector<llvm::Type*> params(args.size(), b_.getPtrTy());
+    params.push_back(b_.getPtrTy());  // vars: the symbols' run-time values (int64 each)
     params.push_back(b_.getInt32Ty());
     params.push_back(b_.getInt32Ty());
     auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
@@ -38,8 +39,9 @@ class Emitter {
       fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
       fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
     }
-    task_ = fn_->getArg(static_cast<unsigned>(args.size()));
-    ntasks_ = fn_->getArg(static_cast<unsigned>(args.size() + 1));
+    vars_ = fn_->getArg(static_cast<unsigned>(args.size()));
+    task_ = fn_->getArg(static_cast<unsigned>(args.size() + 1));
+    ntasks_ = fn_->getArg(static_cast<unsigned>(args.size() + 2));
     entry_bb_ = llvm::BasicBlock::Create(c_, "entry", fn_);
     b_.SetInsertPoint(entry_bb_);
     // Multiply-adds may fuse (FMA); nothing else is relaxed: no reassociation, NaN and inf kept.
@@ -146,13 +148,14 @@ class Emitter {
   }
 
   void loop_begin(const UOp* r) {
-    llvm::Value* n = llvm::ConstantInt::get(idx_, static_cast<uint64_t>(r->src[0]->cval().i));
+    // A symbolic range's end is a value computed before the loop (from the kernel's vars).
+    llvm::Value* n = val(r->src[0]);
     llvm::Value* lo = llvm::ConstantInt::get(idx_, 0);
     llvm::Value* hi = n;
     if (r->range().kind == AxisKind::Parallel) {
       // Task t of T gets [t*N/T, (t+1)*N/T), computed in 64 bits.
       llvm::Type* i64 = b_.getInt64Ty();
-      llvm::Value* n64 = llvm::ConstantInt::get(i64, static_cast<uint64_t>(r->src[0]->cval().i));
+      llvm::Value* n64 = b_.CreateSExtOrTrunc(n, i64);
       llvm::Value* t = b_.CreateZExt(task_, i64);
       llvm::Value* tt = b_.CreateZExt(ntasks_, i64);
       lo = b_.CreateTrunc(b_.CreateUDiv(b_.CreateMul(t, n64), tt), idx_);
@@ -198,6 +201,15 @@ class Emitter {
       }
       case Op::DEFINE_GLOBAL:
         return fn_->getArg(static_cast<unsigned>(u->iarg()));
+      case Op::DEFINE_VAR: {
+        // vars[slot], an int64, in the kernel's index type (the bounds chose it to hold the
+        // symbol's maximum). The value is the same for the whole run: loaded once, invariant.
+        llvm::Value* p = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), vars_,
+                                                       static_cast<uint64_t>(u->var().slot));
+        auto* load = b_.CreateLoad(b_.getInt64Ty(), p, u->var().name);
+        load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(c_, {}));
+        return b_.CreateSExtOrTrunc(load, idx_);
+      }
       case Op::RANGE:
         return val(u);  // the loop's induction variable
       case Op::ACC:
@@ -615,6 +627,7 @@ class Emitter {
       llvm::Value* slot = eb.CreateConstInBoundsGEP1_64(eb.getPtrTy(), f->getArg(0), i);
       args.push_back(eb.CreateLoad(eb.getPtrTy(), slot));
     }
+    args.push_back(f->getArg(1));
     args.push_back(f->getArg(2));
     args.push_back(f->getArg(3));
     eb.CreateCall(fn_, args);
@@ -635,6 +648,7 @@ class Emitter {
   llvm::IRBuilder<> b_;
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_bb_ = nullptr;
+  llvm::Value* vars_ = nullptr;
   llvm::Value* task_ = nullptr;
   llvm::Value* ntasks_ = nullptr;
   llvm::Type* idx_ = nullptr;

@@ -370,6 +370,10 @@ void Importer::check_option_names(
     if (!params.count(param))
       throw OptionError(Option::DimParam, "no input has a dim parameter named '" + param +
                                               "' (parameters: " + list(params) + ")");
+  for (const auto& [param, _] : opts_.dim_ranges)
+    if (!params.count(param))
+      throw OptionError(Option::DimParam, "no input defines the symbol '" + param +
+                                              "' (dim parameters: " + list(params) + ")");
 }
 
 namespace {
@@ -466,6 +470,11 @@ void Importer::run(onnx::ModelProto& m) {
 
   // Inputs (initializers listed as inputs are weights), with every dynamic dim bound.
   std::vector<std::string> unbound;
+  // The symbols (--dim NAME=LO..HI), in name order, added to the graph as inputs first use them.
+  std::map<std::string, int> symbols;
+  for (const auto& [name, range] : opts_.dim_ranges)
+    symbols[name] = g_.add_symbol(name, range.first, range.second);
+  auto symbol_of = [&](const std::string& name) { return symbols.at(name); };
   for (const auto& in : graph.input()) {
     if (inits.count(in.name())) continue;
     if (!in.type().has_tensor_type()) {
@@ -486,6 +495,7 @@ void Importer::run(onnx::ModelProto& m) {
       continue;
     }
     Shape shape;
+    std::vector<std::pair<size_t, int>> symbolic;  // (axis, symbol) of the input's symbolic axes
     auto given = opts_.shapes.find(in.name());
     if (given != opts_.shapes.end()) {
       shape = given->second;
@@ -512,17 +522,24 @@ void Importer::run(onnx::ModelProto& m) {
           shape.push_back(dim.dim_value());
           continue;
         }
-        if (dim.has_dim_param())
+        if (dim.has_dim_param()) {
           if (auto it = opts_.dims.find(dim.dim_param()); it != opts_.dims.end()) {
             shape.push_back(it->second);
             continue;
           }
+          if (auto it = opts_.dim_ranges.find(dim.dim_param()); it != opts_.dim_ranges.end()) {
+            symbolic.push_back({static_cast<size_t>(i), symbol_of(dim.dim_param())});
+            shape.push_back(it->second.second);
+            continue;
+          }
+        }
         unbound.push_back("input '" + in.name() + "' axis " + std::to_string(i) +
                           (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : std::string("")));
         shape.push_back(1);
       }
     }
     values_[in.name()] = Tensor::input(g_, in.name(), d, shape);
+    for (const auto& [axis, sym] : symbolic) g_.set_axis_symbol(in.name(), axis, sym);
   }
   report();  // unsupported inputs first: their dims do not matter
   if (!unbound.empty()) {

@@ -181,6 +181,10 @@ typedef struct kiln_tensor_info {
   size_t rank;
   const int64_t* shape; /* |rank| dimensions, valid while the model lives */
   size_t size_bytes;
+  /* Appended in 0.2 (filled when struct_size covers it): for an input of a symbolic package,
+   * per axis the symbol it sets (kiln_model_symbol_info's index) or -1; NULL otherwise. The
+   * shape above is then the layout at the symbols' maximums. */
+  const int32_t* axis_symbols;
 } kiln_tensor_info;
 
 /* Counts and descriptions of the model's inputs and outputs. Errors: KILN_INVALID_ARGUMENT for
@@ -299,6 +303,38 @@ KILN_API kiln_status kiln_session_run(kiln_session* session);
  * KILN_FAILED_PRECONDITION (no run has completed yet). */
 KILN_API kiln_status kiln_session_output(const kiln_session* session, size_t index,
                                          const void** out_data, size_t* out_size_bytes);
+
+/* ---- symbolic shapes (packages compiled with `kilnc compile --dim NAME=MIN..MAX`) ----
+ * One package runs every size in the symbols' bounds. kiln_model_input_info and
+ * kiln_model_output_info describe such a tensor at the bounds (its memory is planned there;
+ * kiln_tensor_info.axis_symbols names an input's symbolic axes);
+ * its run-time shape is given with kiln_session_set_input_shaped and read with
+ * kiln_session_output_shape. Symbolic inputs and outputs cannot be bound (bind_input and
+ * bind_output return KILN_INVALID_ARGUMENT); kiln_session_set_input sets one at its bounds. */
+
+/* The package's symbols: count, and symbol |index|'s name (valid while the model lives) and
+ * inclusive bounds. Errors: KILN_INVALID_ARGUMENT (NULL pointers, index out of range). */
+KILN_API kiln_status kiln_model_symbol_count(const kiln_model* model, size_t* out_count);
+KILN_API kiln_status kiln_model_symbol_info(const kiln_model* model, size_t index,
+                                            const char** out_name, int64_t* out_min,
+                                            int64_t* out_max);
+
+/* Copies input |index| of shape |shape| (|rank| dims, row-major, |size_bytes| = the product of
+ * the dims times the element size) into the session. A static axis must equal the model's; a
+ * symbolic one must lie in its symbol's bounds; inputs that share a symbol must agree (checked
+ * by kiln_session_run, which names both). Works for static inputs too (the shape must then be
+ * the model's). Errors: KILN_INVALID_ARGUMENT naming the input, the axis, the value and the
+ * bounds (or the NULL pointer, dtype, rank or size that is wrong). */
+KILN_API kiln_status kiln_session_set_input_shaped(kiln_session* session, size_t index,
+                                                   kiln_dtype dtype, const void* data,
+                                                   size_t size_bytes, size_t rank,
+                                                   const int64_t* shape);
+
+/* The shape of output |index| in the last run (the declared shape for a static output), valid
+ * until the next run or release; kiln_session_output then gives that shape's bytes, row-major.
+ * Errors: KILN_INVALID_ARGUMENT, KILN_FAILED_PRECONDITION (no run has completed yet). */
+KILN_API kiln_status kiln_session_output_shape(const kiln_session* session, size_t index,
+                                               size_t* out_rank, const int64_t** out_shape);
 
 /* Profiles (sessions created with profile set): per launch, in schedule order, its kernel index,
  * how many runs timed it and the total milliseconds. Errors: KILN_INVALID_ARGUMENT,

@@ -1,0 +1,127 @@
+/* Loader stage: a symbolic package's dims (format 2.4). The symbols and their bounds; per
+ * input, the symbol each axis sets (laid out at its maximum); per output, each axis's extent
+ * program, proved well formed and inside the output's layout at the symbols' bounds. Every
+ * symbol must be set by some input axis. What is kept is copied into one block of the model's. */
+#include <string.h>
+
+#include "package_loader.h"
+
+/* Vector field |field| of table |t|: its length, and its data at *pos. */
+static uint32_t field_vector(fbr* R, uint64_t t, int field, uint64_t es, uint64_t* pos) {
+  *pos = 0;
+  return fbr_vector(R, fbr_ref(R, fbr_field(R, t, field)), es, pos);
+}
+
+/* Table i of the variant's inputs (which 0) or outputs (1). */
+static uint64_t io_table(kiln_loader* ld, int which, uint32_t i) {
+  uint64_t data;
+  field_vector(&ld->r, ld->variant, which ? KILN_ABI_PACKAGE_OUTPUTS : KILN_ABI_PACKAGE_INPUTS, 4,
+               &data);
+  return fbr_table_at(&ld->r, data, i);
+}
+
+kiln_status kiln_load_symbols(kiln_loader* ld) {
+  kiln_model* m = ld->m;
+  fbr* R = &ld->r;
+  uint64_t data, pos;
+  m->input_dims = m->output_dims = 0;
+  for (uint32_t i = 0; i < m->num_inputs; ++i) {
+    m->inputs[i].dims_offset = m->input_dims;
+    m->input_dims += m->inputs[i].rank;
+  }
+  for (uint32_t i = 0; i < m->num_outputs; ++i) {
+    m->outputs[i].dims_offset = m->output_dims;
+    m->output_dims += m->outputs[i].rank;
+  }
+  uint32_t n = field_vector(R, ld->root, KILN_ABI_PACKAGE_SYMBOLS, 4, &data);
+  KILN_FB_CHECK(R);
+  if (!n) return KILN_OK; /* a package of one shape: its tensors' symbol fields are not read */
+  if (n > KILN_ABI_MAX_SYMBOLS)
+    return kiln_invalid(KM(SYMBOLS_THE_LIMIT_IS), n, KILN_ABI_MAX_SYMBOLS);
+  /* The copy's size: the programs (8-byte words) and offsets first, then axis symbols, names. */
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < m->num_outputs; ++i)
+    bytes +=
+        8 * (uint64_t)field_vector(R, io_table(ld, 1, i), KILN_ABI_TENSOR_INFO_EXTENTS, 8, &pos) +
+        4 * (uint64_t)m->outputs[i].rank + 16;
+  bytes += 4 * (uint64_t)m->input_dims;
+  for (uint32_t k = 0; k < n; ++k)
+    bytes += 1 + field_vector(R, fbr_table_at(R, data, k), KILN_ABI_SYMBOL_NAME, 1, &pos);
+  KILN_FB_CHECK(R);
+  uint8_t* p = kiln_alloc(kiln_model_allocator(m), (size_t)bytes + 8, 8);
+  if (!p) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_LOADING_SYMBOLS));
+  m->symbol_copy = p;
+  int64_t lo[KILN_ABI_MAX_SYMBOLS], hi[KILN_ABI_MAX_SYMBOLS];
+  for (uint32_t k = 0; k < n; ++k) {
+    uint64_t t = fbr_table_at(R, data, k);
+    const char* name = fbr_string(R, fbr_ref(R, fbr_field(R, t, KILN_ABI_SYMBOL_NAME)));
+    lo[k] = (int64_t)kiln_fb_u64_field(R, t, KILN_ABI_SYMBOL_MIN);
+    hi[k] = (int64_t)kiln_fb_u64_field(R, t, KILN_ABI_SYMBOL_MAX);
+    KILN_FB_CHECK(R);
+    if (!name || lo[k] < 0 || lo[k] > hi[k])
+      return kiln_invalid(KM(SYMBOL_HAS_NO_NAME_OR_THE), k, (long long)lo[k], (long long)hi[k]);
+    m->symbols[k].min = lo[k];
+    m->symbols[k].max = hi[k];
+    m->symbols[k].name = name; /* (copied below) */
+  }
+  m->num_symbols = n;
+  for (uint32_t i = 0; i < m->num_outputs; ++i) {
+    kiln_tensor_desc* d = &m->outputs[i];
+    uint64_t t = io_table(ld, 1, i), off;
+    uint32_t len = field_vector(R, t, KILN_ABI_TENSOR_INFO_EXTENTS, 8, &pos);
+    uint32_t noff = field_vector(R, t, KILN_ABI_TENSOR_INFO_EXTENT_OFFSETS, 4, &off);
+    KILN_FB_CHECK(R);
+    if (!noff && !len) continue;
+    if (noff != d->rank) return kiln_invalid(KM(OUTPUT_HAS_EXTENT_PROGRAMS), d->name, noff);
+    int64_t* code = (int64_t*)p;
+    memcpy(code, m->buf + pos, 8 * (size_t)len);
+    uint32_t* offs = (uint32_t*)(p + 8 * (size_t)len);
+    memcpy(offs, m->buf + off, 4 * (size_t)noff);
+    offs[noff] = len;
+    p += 8 * (size_t)len + 4 * (size_t)noff + 4;
+    p += (8 - (uintptr_t)p % 8) % 8;
+    int varies = 0; /* an axis so far whose size is not its layout's: the rest must be */
+    for (uint32_t a = 0; a < noff; ++a) {
+      int64_t at_lo, at_hi;
+      uint32_t b = offs[a], e = offs[a + 1];
+      int whole = e - b == 2 && code[b] == KILN_ABI_EXTENT_CONST && code[b + 1] == d->shape[a];
+      if (b > e || e > len || e - b > KILN_ABI_MAX_EXTENT_PROGRAM ||
+          kiln_extent_eval(code + b, e - b, lo, n, &at_lo) ||
+          kiln_extent_eval(code + b, e - b, hi, n, &at_hi) || at_lo < 0 || at_hi < 0 ||
+          at_lo > d->shape[a] || at_hi > d->shape[a] || (varies && !whole))
+        return kiln_invalid(KM(OUTPUT_AXIS_A_MALFORMED_EXTENT_PROGRAM), d->name, a);
+      varies |= !whole;
+    }
+    d->extent_code = code;
+    d->extent_offsets = offs;
+  }
+  int set[KILN_ABI_MAX_SYMBOLS] = {0};
+  for (uint32_t i = 0; i < m->num_inputs; ++i) {
+    kiln_tensor_desc* d = &m->inputs[i];
+    uint32_t k = field_vector(R, io_table(ld, 0, i), KILN_ABI_TENSOR_INFO_AXIS_SYMBOLS, 4, &pos);
+    KILN_FB_CHECK(R);
+    if (!k) continue;
+    if (k != d->rank) return kiln_invalid(KM(INPUT_HAS_AXIS_SYMBOLS), d->name, k);
+    int32_t* syms = (int32_t*)p;
+    memcpy(syms, m->buf + pos, 4 * (size_t)k);
+    p += 4 * (size_t)k;
+    /* Leading: every axis after the first symbolic one is static (the runtime copies an input
+     * as the first bytes of its layout). */
+    int after = 0;
+    for (uint32_t a = 0; a < k; ++a) {
+      int32_t s = syms[a];
+      if (s < -1 || s >= (int32_t)n || (s >= 0 && (d->shape[a] != hi[s] || after)))
+        return kiln_invalid(KM(INPUT_AXIS_SYMBOL_NOT_LAID_OUT), d->name, a, s);
+      if (s >= 0) set[s] = after = 1;
+    }
+    d->axis_symbols = syms;
+  }
+  for (uint32_t k = 0; k < n; ++k) {
+    if (!set[k]) return kiln_invalid(KM(NO_INPUT_SETS_THE_SYMBOL), m->symbols[k].name);
+    size_t len = strlen(m->symbols[k].name) + 1;
+    memcpy(p, m->symbols[k].name, len);
+    m->symbols[k].name = (const char*)p;
+    p += len;
+  }
+  return KILN_OK;
+}

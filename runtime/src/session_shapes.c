@@ -1,0 +1,126 @@
+/* Sessions of symbolic packages (format 2.4): inputs set with their run-time shapes, the
+ * symbols bound from them before each run, and the outputs' run-time shapes. Buffers stay laid
+ * out at the symbols' bounds (their memory is planned there). The package verifier proved every
+ * symbolic input and output leading (every axis after its first symbolic one is static), so its
+ * values at any run-time shape are the first bytes of its layout: an input is one copy, an
+ * output is read in place. */
+#include <string.h>
+
+#include "session.h"
+
+kiln_status kiln_session_shapes_init(kiln_session* s) {
+  const kiln_model* m = s->model;
+  if (!m->num_symbols) return KILN_OK;
+  s->input_shapes = kiln_alloc(s->allocator, 8 * (size_t)(m->input_dims + m->output_dims) + 8, 16);
+  if (!s->input_shapes) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_CREATING_A_SESSION));
+  s->output_shapes = s->input_shapes + m->input_dims;
+  for (uint32_t i = 0; i < m->num_inputs; ++i)
+    memcpy(s->input_shapes + m->inputs[i].dims_offset, m->inputs[i].shape,
+           8 * (size_t)m->inputs[i].rank);
+  for (uint32_t i = 0; i < m->num_outputs; ++i)
+    memcpy(s->output_shapes + m->outputs[i].dims_offset, m->outputs[i].shape,
+           8 * (size_t)m->outputs[i].rank);
+  return KILN_OK;
+}
+
+void kiln_session_shapes_release(kiln_session* s) {
+  kiln_free(s->allocator, s->input_shapes);
+}
+
+kiln_status kiln_session_bind_symbols(kiln_session* s) {
+  const kiln_model* m = s->model;
+  uint32_t from[KILN_ABI_MAX_SYMBOLS]; /* the input that set each symbol, +1 (0: none yet) */
+  memset(from, 0, sizeof from);
+  for (uint32_t i = 0; i < m->num_inputs && m->num_symbols; ++i) {
+    const kiln_tensor_desc* t = &m->inputs[i];
+    for (uint32_t a = 0; t->axis_symbols && a < t->rank; ++a) {
+      int32_t k = t->axis_symbols[a];
+      int64_t v = s->input_shapes[t->dims_offset + a];
+      if (k < 0) continue;
+      if (from[k] && s->vars[k] != v)
+        return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_INPUT_AXIS_IS), t->name, a,
+                          (long long)v, m->symbols[k].name, (long long)s->vars[k],
+                          m->inputs[from[k] - 1].name);
+      s->vars[k] = v;
+      from[k] = i + 1;
+    }
+  }
+  for (uint32_t i = 0; i < m->num_outputs && m->num_symbols; ++i) {
+    const kiln_tensor_desc* t = &m->outputs[i];
+    for (uint32_t a = 0; t->extent_code && a < t->rank; ++a) {
+      int64_t* v = &s->output_shapes[t->dims_offset + a];
+      uint32_t b = t->extent_offsets[a], e = t->extent_offsets[a + 1];
+      if (kiln_extent_eval(t->extent_code + b, e - b, s->vars, m->num_symbols, v) || *v < 0 ||
+          *v > t->shape[a])
+        return kiln_error(KILN_INTERNAL, KM(KILN_SESSION_RUN_OUTPUT_LEAVES_ITS), t->name);
+    }
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_session_set_input_shaped(kiln_session* s, size_t index, kiln_dtype dtype,
+                                          const void* data, size_t size_bytes, size_t rank,
+                                          const int64_t* shape) {
+  if (!s || index >= s->model->num_inputs || (rank && !shape))
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_SET_INPUT_SHAPED_NULL));
+  const kiln_model* m = s->model;
+  const kiln_tensor_desc* t = &m->inputs[index];
+  uint64_t n = kiln_dtype_size((kiln_dtype)t->dtype);
+  if (rank != t->rank)
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_SET_INPUT_SHAPED_HAS), t->name,
+                      t->rank, rank);
+  for (uint32_t a = 0; a < t->rank; ++a) {
+    int32_t k = t->axis_symbols ? t->axis_symbols[a] : -1;
+    int64_t lo = k < 0 ? t->shape[a] : m->symbols[k].min;
+    int64_t hi = k < 0 ? t->shape[a] : m->symbols[k].max;
+    if (shape[a] < lo || shape[a] > hi)
+      return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_SET_INPUT_SHAPED_AXIS), t->name, a,
+                        (long long)shape[a], k < 0 ? "it" : m->symbols[k].name, (long long)lo,
+                        (long long)hi);
+    n *= (uint64_t)shape[a];
+  }
+  if (!t->axis_symbols) return kiln_session_set_input(s, index, dtype, data, size_bytes);
+  if ((unsigned)dtype != t->dtype || size_bytes != n || (!data && n))
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_SET_INPUT_SHAPED_OF), t->name,
+                      kiln_dtype_name((kiln_dtype)t->dtype), (unsigned long long)n,
+                      kiln_dtype_name(dtype), size_bytes);
+  /* The values are the layout's first n bytes (the verifier proved the input leading). */
+  if (n) memcpy(s->owned_io[index], data, (size_t)n);
+  memcpy(s->input_shapes + t->dims_offset, shape, 8 * (size_t)t->rank);
+  if (s->slot_ptr[t->slot] != s->owned_io[index]) {
+    s->slot_ptr[t->slot] = s->owned_io[index];
+    kiln_session_refresh_args(s);
+  }
+  s->input_set[index] = 1;
+  return KILN_OK;
+}
+
+kiln_status kiln_session_output_shape(const kiln_session* s, size_t index, size_t* out_rank,
+                                      const int64_t** out_shape) {
+  const void* data;
+  size_t size;
+  KILN_RETURN_IF_ERROR(kiln_session_output(s, index, &data, &size));
+  if (!out_rank || !out_shape)
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_OUTPUT_SHAPE_NULL_ARGUMENT));
+  const kiln_tensor_desc* t = &s->model->outputs[index];
+  *out_rank = t->rank;
+  *out_shape = s->output_shapes ? s->output_shapes + t->dims_offset : t->shape;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_symbol_info(const kiln_model* m, size_t index, const char** out_name,
+                                   int64_t* out_min, int64_t* out_max) {
+  if (!m || !out_name || !out_min || !out_max || index >= m->num_symbols)
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_MODEL_SYMBOL_INFO_NULL_ARGUMENT));
+  *out_name = m->symbols[index].name;
+  *out_min = m->symbols[index].min;
+  *out_max = m->symbols[index].max;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_symbol_count(const kiln_model* m, size_t* out_count) {
+  if (!m || !out_count)
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_MODEL_SYMBOL_COUNT_NULL_ARGUMENT));
+  *out_count = m->num_symbols;
+  return KILN_OK;
+}

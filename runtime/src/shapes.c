@@ -1,0 +1,53 @@
+/* Symbolic shapes at run time: an output's extent program, evaluated over the symbols' values. */
+#include <string.h>
+
+#include "internal.h"
+
+int kiln_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars, uint32_t num_vars,
+                     int64_t* out) {
+  int64_t stack[KILN_ABI_MAX_EXTENT_STACK];
+  uint32_t depth = 0;
+  for (uint32_t pc = 0; pc < len; ++pc) {
+    int64_t op = code[pc];
+    if (op == KILN_ABI_EXTENT_CONST || op == KILN_ABI_EXTENT_VAR) {
+      if (pc + 1 >= len || depth == KILN_ABI_MAX_EXTENT_STACK) return 1;
+      int64_t v = code[++pc];
+      if (op == KILN_ABI_EXTENT_VAR) {
+        if (v < 0 || (uint64_t)v >= num_vars) return 1;
+        v = vars[v];
+      }
+      stack[depth++] = v;
+      continue;
+    }
+    if (depth < 2) return 1;
+    int64_t b = stack[--depth], a = stack[depth - 1], r;
+    switch (op) {
+      case KILN_ABI_EXTENT_ADD:
+        if (__builtin_add_overflow(a, b, &r)) return 1;
+        break;
+      case KILN_ABI_EXTENT_MUL:
+        if (__builtin_mul_overflow(a, b, &r)) return 1;
+        break;
+      case KILN_ABI_EXTENT_IDIV:
+        if (b == 0 || (a == INT64_MIN && b == -1)) return 1;
+        r = a / b;
+        break;
+      case KILN_ABI_EXTENT_MOD:
+        if (b == 0 || (a == INT64_MIN && b == -1)) return 1;
+        r = a % b;
+        break;
+      case KILN_ABI_EXTENT_MAX:
+        r = a < b ? b : a;
+        break;
+      case KILN_ABI_EXTENT_MIN:
+        r = b < a ? b : a;
+        break;
+      default:
+        return 1;
+    }
+    stack[depth - 1] = r;
+  }
+  if (depth != 1) return 1;
+  *out = stack[0];
+  return 0;
+}
