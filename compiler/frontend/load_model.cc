@@ -14,7 +14,7 @@ void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
   if (!std::filesystem::exists(path)) throw Error("model file '" + path + "' does not exist");
   g.lowering() = opts.lowering;
   if (ext == ".kg") {
-    if (!opts.dims.empty() || !opts.dim_ranges.empty())
+    if (!opts.dims.empty() || !opts.dim_ranges.empty() || !opts.shape_symbols.empty())
       throw OptionError(Option::DimParam, "dim parameters are ONNX's; graph files have none");
     if (!opts.frozen.empty())
       throw OptionError(Option::Freeze, "inputs can be frozen in ONNX models only");
@@ -41,6 +41,7 @@ void load_model(const std::string& path, Graph& g, const ModelOptions& opts) {
     o.shapes = opts.shapes;
     o.dims = opts.dims;
     o.dim_ranges = opts.dim_ranges;
+    o.shape_symbols = opts.shape_symbols;
     o.frozen = opts.frozen;
     import_onnx(path, g, o);
     return;

@@ -13,6 +13,8 @@ namespace kiln {
 struct ModelOptions {
   std::map<std::string, Shape> shapes;  // input shapes by name
   std::map<std::string, int64_t> dims;  // values of ONNX dim parameters by name
+  // Per input given a shape, per axis: the symbol it takes (`--shape ids=1,seq`), or "".
+  std::map<std::string, std::vector<std::string>> shape_symbols;
   // ONNX dim parameters kept symbolic (`--dim seq=1..512`): name -> [min, max].
   std::map<std::string, std::pair<int64_t, int64_t>> dim_ranges;
   std::map<std::string, NDArray> frozen;  // ONNX inputs made constants, with their values

@@ -234,11 +234,11 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       // are masked: their loads read element 0 and their stores are skipped). A 27-wide map
       // takes 4 (7 groups, 1 of 28 lanes idle) rather than nothing, 7- and 13-wide maps 8; a
       // 14-wide map keeps 2.
-      // A symbolic axis takes a divisor of its bound no larger than its smallest run-time size
-      // (the lanes past the size are computed for nothing: at most half of them).
+      // A symbolic axis takes a divisor of its bound (and no padding choice): at a smaller
+      // run-time size the last group computes rows nobody reads, at most amount - 1 of them,
+      // which costs little beside the operand the rows share (a GEMM's weights).
       int64_t exact = 1, padded = 1, n = size_of(r);
-      int64_t cap = is_symbolic(r) ? std::max<int64_t>(2, r->src[0]->vmin()) : budget;
-      for (int64_t p = std::min(budget, cap); p >= 2 && exact == 1; p /= 2)
+      for (int64_t p = budget; p >= 2 && exact == 1; p /= 2)
         if (n % p == 0) exact = p;
       for (int64_t p = budget; p >= 2 && padded == 1 && !is_symbolic(r); p /= 2)
         if (worth_padding(n, p)) padded = p;
@@ -663,6 +663,22 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
     for (const UOp* outer : order) {
       int64_t remaining = remaining_of(outer, opts);
       if (remaining == 1) continue;
+      // A short symbolic outermost loop (a batch of 1..8: fewer iterations than tasks even at
+      // its bound) leaves threads idle at small sizes: the static loop with the most iterations
+      // goes outermost (TILE by 1) and is split instead, when it has tasks enough. A long one
+      // (a sequence of 1..512 rows in tiles of 8) keeps its order: its tiles are the tasks.
+      if (!first && is_symbolic(outer) && remaining <= t.max_tasks) {
+        const UOp* best = nullptr;
+        for (const UOp* r : all_loops)
+          if (!is_symbolic(r) && remaining_of(r, opts) >= t.max_tasks / 2 &&
+              (!best || remaining_of(r, opts) > remaining_of(best, opts)))
+            best = r;
+        if (best) {
+          opts.push_back({OptKind::Tile, best->range().id, 1});
+          outer = best;
+          remaining = remaining_of(best, opts);
+        }
+      }
       opts.push_back(
           {OptKind::Parallel, outer->range().id, std::min<int64_t>(remaining, t.max_tasks)});
       break;

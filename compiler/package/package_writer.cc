@@ -176,15 +176,16 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
       std::vector<int64_t> programs;
       std::vector<uint32_t> offsets;
       bool input = b.kind == BufferKind::Input;
-      // The runtime copies a symbolic input, and reads a symbolic output, as the first bytes of
-      // its layout at the bounds: every axis after its first symbolic one must be static.
+      // The runtime reads a symbolic output in place, as the first bytes of its layout at the
+      // bounds: every axis after its first symbolic one must be static. (An input is copied
+      // into its layout row by row: any axis may be symbolic.)
       bool after = false;
-      for (size_t i = 0; i < b.extents.size(); ++i) {
+      for (size_t i = 0; i < b.extents.size() && !input; ++i) {
         bool whole = b.extents[i]->op == Op::CONST && b.extents[i]->cval().i == b.shape[i];
         if (after && !whole)
-          throw Error(str_cat(input ? "input '" : "output '", b.name, "' axis ", i,
+          throw Error(str_cat("output '", b.name, "' axis ", i,
                               " is symbolic after another symbolic axis: a package supports "
-                              "symbolic dims whose later axes are static (",
+                              "outputs whose axes after the first symbolic one are static (",
                               shape_str(b.shape), "); `kilnc run` takes any"));
         after |= !whole;
       }

@@ -63,6 +63,13 @@ void Graph::set_axis_symbol(const std::string& input, size_t axis, int symbol) {
   throw Error("the graph has no input named '" + input + "'");
 }
 
+bool Graph::has_symbolic_axis_from(size_t axis) const {
+  for (const GraphInput& in : inputs_)
+    for (size_t i = axis; i < in.axis_symbols.size(); ++i)
+      if (in.axis_symbols[i] >= 0) return true;
+  return false;
+}
+
 const UOp* Graph::symbol_var(int i) {
   const Symbol& s = symbols_.at(static_cast<size_t>(i));
   return ctx_->variable(s.name, s.min, s.max, i);

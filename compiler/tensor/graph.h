@@ -72,6 +72,9 @@ class Graph {
   const std::vector<Symbol>& symbols() const { return symbols_; }
   // The DEFINE_VAR of symbol i (slot i of the kernels' run-time values).
   const UOp* symbol_var(int i);
+  // Whether some input has a symbolic axis at index `axis` or later (a symbolic height or width
+  // of an NCHW image: axis 2).
+  bool has_symbolic_axis_from(size_t axis) const;
 
   const std::vector<GraphInput>& inputs() const { return inputs_; }
   const std::vector<GraphOutput>& outputs() const { return outputs_; }

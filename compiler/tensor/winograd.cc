@@ -149,6 +149,9 @@ bool winograd_pays(const Tensor& x, const Tensor& w, int64_t groups,
                    const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
                    const std::vector<std::pair<int64_t, int64_t>>& pads) {
   if (!x.graph()->lowering().winograd) return false;
+  // A symbolic height or width would be tiled into tile rows merged with static ones, which the
+  // extent rules cannot follow (docs/symbolic-shapes.md): such models convolve directly.
+  if (x.graph()->has_symbolic_axis_from(2)) return false;
   if (x.ndim() != 4 || w.ndim() != 4 || groups != 1 || x.dtype() != dtypes::float32 ||
       w.dtype() != dtypes::float32 || w.dim(2) != 3 || w.dim(3) != 3 || !all_ones(stride) ||
       !all_ones(dilation) || !is_constant(w))

@@ -109,7 +109,7 @@
   "a symbolic axis after another"
 #define KILN_MSG_INPUT_HAS_AXIS_SYMBOLS "input '%s' has %u axis symbols"
 #define KILN_MSG_INPUT_AXIS_SYMBOL_NOT_LAID_OUT \
-  "input '%s' axis %u: symbol %d, not laid out at its maximum or after another symbolic axis"
+  "input '%s' axis %u: symbol %d, or not laid out at its maximum"
 #define KILN_MSG_NO_INPUT_SETS_THE_SYMBOL "no input sets the symbol '%s'"
 #define KILN_MSG_OUT_OF_MEMORY_CREATING_A_SESSION "out of memory creating a session"
 #define KILN_MSG_KILN_SESSION_RUN_INPUT_AXIS_IS \

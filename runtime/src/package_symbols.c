@@ -105,14 +105,11 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
     int32_t* syms = (int32_t*)p;
     memcpy(syms, m->buf + pos, 4 * (size_t)k);
     p += 4 * (size_t)k;
-    /* Leading: every axis after the first symbolic one is static (the runtime copies an input
-     * as the first bytes of its layout). */
-    int after = 0;
     for (uint32_t a = 0; a < k; ++a) {
       int32_t s = syms[a];
-      if (s < -1 || s >= (int32_t)n || (s >= 0 && (d->shape[a] != hi[s] || after)))
+      if (s < -1 || s >= (int32_t)n || (s >= 0 && d->shape[a] != hi[s]))
         return kiln_invalid(KM(INPUT_AXIS_SYMBOL_NOT_LAID_OUT), d->name, a, s);
-      if (s >= 0) set[s] = after = 1;
+      if (s >= 0) set[s] = 1;
     }
     d->axis_symbols = syms;
   }

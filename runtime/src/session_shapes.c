@@ -1,9 +1,10 @@
 /* Sessions of symbolic packages (format 2.4): inputs set with their run-time shapes, the
  * symbols bound from them before each run, and the outputs' run-time shapes. Buffers stay laid
- * out at the symbols' bounds (their memory is planned there). The package verifier proved every
- * symbolic input and output leading (every axis after its first symbolic one is static), so its
- * values at any run-time shape are the first bytes of its layout: an input is one copy, an
- * output is read in place. */
+ * out at the symbols' bounds (their memory is planned there): an input's values are copied into
+ * the corner [0, shape) of its layout (row by row when a symbolic axis is not its first one, a
+ * text line's width). The package verifier proved every symbolic output leading (every axis
+ * after its first symbolic one is static), so its values are the first bytes of its layout, read
+ * in place. */
 #include <string.h>
 
 #include "session.h"
@@ -58,6 +59,32 @@ kiln_status kiln_session_bind_symbols(kiln_session* s) {
   return KILN_OK;
 }
 
+/* Copies a row-major array of |shape| into the corner [0, shape) of one laid out at |layout|.
+ * The trailing axes that are whole, and the partial one before them, are contiguous in both:
+ * one block per index of the axes before (a prefix of the layout is a single block). */
+static void copy_into_layout(uint8_t* dst, const int64_t* layout, const uint8_t* src,
+                             const int64_t* shape, uint32_t rank, size_t es) {
+  uint32_t inner = rank;
+  size_t block = es;
+  while (inner > 0 && shape[inner - 1] == layout[inner - 1]) block *= (size_t)shape[--inner];
+  if (inner > 0) block *= (size_t)shape[--inner];
+  uint64_t stride[KILN_ABI_MAX_RANK], at[KILN_ABI_MAX_RANK] = {0}, rows = 1, st = 1;
+  for (uint32_t i = rank; i-- > 0;) {
+    stride[i] = st;
+    st *= (uint64_t)layout[i];
+  }
+  for (uint32_t i = 0; i < inner; ++i) rows *= (uint64_t)shape[i];
+  for (uint64_t r = 0; r < rows && block; ++r) {
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < inner; ++i) off += at[i] * stride[i];
+    memcpy(dst + off * es, src + r * block, block);
+    for (uint32_t i = inner; i-- > 0;) {
+      if (++at[i] < (uint64_t)shape[i]) break;
+      at[i] = 0;
+    }
+  }
+}
+
 kiln_status kiln_session_set_input_shaped(kiln_session* s, size_t index, kiln_dtype dtype,
                                           const void* data, size_t size_bytes, size_t rank,
                                           const int64_t* shape) {
@@ -84,8 +111,8 @@ kiln_status kiln_session_set_input_shaped(kiln_session* s, size_t index, kiln_dt
     return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_SET_INPUT_SHAPED_OF), t->name,
                       kiln_dtype_name((kiln_dtype)t->dtype), (unsigned long long)n,
                       kiln_dtype_name(dtype), size_bytes);
-  /* The values are the layout's first n bytes (the verifier proved the input leading). */
-  if (n) memcpy(s->owned_io[index], data, (size_t)n);
+  size_t es = kiln_dtype_size((kiln_dtype)t->dtype);
+  copy_into_layout(s->owned_io[index], t->shape, data, shape, t->rank, es);
   memcpy(s->input_shapes + t->dims_offset, shape, 8 * (size_t)t->rank);
   if (s->slot_ptr[t->slot] != s->owned_io[index]) {
     s->slot_ptr[t->slot] = s->owned_io[index];

@@ -2,9 +2,13 @@
 """One package over a range of shapes (issue #14), checked against PyTorch through the C runtime.
 
 resnet18 (seeded random weights, the real-model set's) is exported with a dynamic batch axis,
-compiled ONCE with `--dim batch=1..8`, and run by kiln-run at batch 1, 3 and 8: each output must
-match PyTorch within 1e-4 relative to its largest magnitude (and have that batch). Then the
-refusals: a batch outside the bounds, a --dim range with min > max, a symbol no input defines.
+compiled ONCE with `--dim batch=1..8`, and run by kiln-run at batch 1, 3 and 8; the transformer
+encoder (embedding + 2 x nn.TransformerEncoderLayer, d_model 256) with a dynamic sequence axis,
+compiled once with `--dim seq=1..512`, run at seq 1, 7, 64, 128 and 512; a CRNN-style text
+recognizer (conv stack, then a sequence head over the width) over `--dim width=16..256`, run at
+widths 48, 100 and 256 (its input's width is its innermost axis). Each output must match
+PyTorch within 1e-4 relative to its largest magnitude, at that shape. Then the refusals: a batch
+outside the bounds, a --dim range with min > max, a symbol no input defines.
 
 Usage: check_symbolic_shapes.py KILNC KILN_RUN WORK_DIR
 """
@@ -19,6 +23,32 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_models  # noqa: E402
 
 BATCHES = (1, 3, 8)
+SEQS = (1, 7, 64, 128, 512)
+WIDTHS = (48, 100, 256)
+
+
+class Crnn(torch.nn.Module):
+    """A CRNN-style text recognizer over a 32-pixel-high line of any width: a conv stack that
+    halves the height four times and the width twice, then a sequence head over the width (a
+    width-wise 1-D convolution and a linear layer per position, CTC-style log-probabilities)."""
+
+    def __init__(self, classes=37):
+        super().__init__()
+
+        def block(cin, cout, pool):
+            return [torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.BatchNorm2d(cout),
+                    torch.nn.ReLU(), torch.nn.MaxPool2d(pool, pool)]
+
+        self.features = torch.nn.Sequential(*block(1, 16, (2, 2)), *block(16, 32, (2, 2)),
+                                            *block(32, 64, (2, 1)), *block(64, 64, (2, 1)))
+        self.context = torch.nn.Conv1d(128, 96, 3, padding=1)
+        self.head = torch.nn.Linear(96, classes)
+
+    def forward(self, x):
+        f = self.features(x)                       # [n, 64, 2, w / 4]
+        f = f.flatten(1, 2)                        # [n, 128, w / 4]
+        f = torch.relu(self.context(f))            # [n, 96, w / 4]
+        return self.head(f.permute(2, 0, 1)).log_softmax(-1)  # [w / 4, n, classes]
 
 
 def run(cmd, expect_ok=True):
@@ -82,9 +112,91 @@ def main():
             refusals += 1
         else:
             print(f"--dim {dim} was not refused as expected:\n{p.stdout}")
-    print(f"symbolic shapes: {matched} of {len(BATCHES)} batches match PyTorch, "
-          f"{refusals} of 3 bad inputs refused")
-    sys.exit(0 if matched == len(BATCHES) and refusals == 3 else 1)
+    seqs = check_encoder(kilnc, kiln_run, work)
+    widths = check_crnn(kilnc, kiln_run, work)
+    print(f"symbolic shapes: {matched} of {len(BATCHES)} batches match PyTorch, {seqs} of "
+          f"{len(SEQS)} sequence lengths match PyTorch, {widths} of {len(WIDTHS)} widths match "
+          f"PyTorch, {refusals} of 3 bad inputs refused")
+    ok = matched == len(BATCHES) and seqs == len(SEQS) and widths == len(WIDTHS)
+    sys.exit(0 if ok and refusals == 3 else 1)
+
+
+def check_crnn(kilnc, kiln_run, work):
+    """The CRNN over --dim width=16..256 (a multiple of 4: the width is pooled twice by 2)."""
+    torch.manual_seed(0)
+    model = Crnn().eval()
+    export_models.randomize_batch_norms(model)
+    onnx_path = os.path.join(work, "crnn_width.onnx")
+    x = torch.randn(1, 1, 32, 64, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        torch.onnx.export(model, (x,), onnx_path, opset_version=export_models.OPSET,
+                          input_names=["image"], output_names=["logprobs"],
+                          dynamic_axes={"image": {3: "width"}, "logprobs": {0: "steps"}},
+                          do_constant_folding=True)
+    pkg = os.path.join(work, "crnn_width.kiln")
+    run([kilnc, "compile", onnx_path, "--dim", "width=16..256", "-o", pkg, "--quiet"])
+    matched = 0
+    for w in WIDTHS:
+        img = torch.randn(1, 1, 32, w, generator=torch.Generator().manual_seed(w))
+        with torch.no_grad():
+            want = model(img).numpy()
+        xin = os.path.join(work, f"image_{w}.npy")
+        np.save(xin, img.numpy())
+        out_dir = os.path.join(work, f"crnn_out_{w}")
+        run([kiln_run, pkg, "--input", f"image={xin}", "--output-dir", out_dir])
+        got = np.load(os.path.join(out_dir, "logprobs.npy"))
+        if got.shape != want.shape:
+            print(f"width {w}: shape {got.shape}, PyTorch {want.shape}")
+            continue
+        err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+        ok = err <= 1e-4
+        print(f"width {w}: output {got.shape}, max relative error {err:.2e}: "
+              f"{'ok' if ok else 'MISMATCH'}")
+        matched += ok
+    return matched
+
+
+def check_encoder(kilnc, kiln_run, work):
+    """The encoder over --dim seq=1..512: how many of SEQS match PyTorch."""
+    model, ids, _ = export_models.transformer()
+    onnx_path = os.path.join(work, "encoder_seq.onnx")
+    # (nn.TransformerEncoder's fused no-grad path cannot be exported: grad stays enabled)
+    with torch.enable_grad():
+        torch.onnx.export(model, (ids,), onnx_path, opset_version=export_models.OPSET,
+                          input_names=["ids"], output_names=["output"],
+                          dynamic_axes={"ids": {1: "seq"}, "output": {1: "seq"}},
+                          do_constant_folding=True)
+    pkg = os.path.join(work, "encoder_seq.kiln")
+    run([kilnc, "compile", onnx_path, "--dim", "seq=1..512", "-o", pkg, "--quiet"])
+    matched = 0
+    for n in SEQS:
+        x = torch.randint(0, 1000, (1, n), generator=torch.Generator().manual_seed(n))
+        with torch.enable_grad():
+            want = model(x).detach().numpy()
+        xin = os.path.join(work, f"ids_{n}.npy")
+        np.save(xin, x.numpy())
+        out_dir = os.path.join(work, f"enc_out_{n}")
+        run([kiln_run, pkg, "--input", f"ids={xin}", "--output-dir", out_dir])
+        got = np.load(os.path.join(out_dir, "output.npy"))
+        if got.shape != want.shape:
+            print(f"seq {n}: shape {got.shape}, PyTorch {want.shape}")
+            continue
+        err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+        ok = err <= 1e-4
+        print(f"seq {n}: output {got.shape}, max relative error {err:.2e}: "
+              f"{'ok' if ok else 'MISMATCH'}")
+        matched += ok
+    # The same symbol given by name in --shape instead of the model's dim_param.
+    named = os.path.join(work, "encoder_named.kiln")
+    run([kilnc, "compile", onnx_path, "--shape", "ids=1,seq", "--dim", "seq=1..512", "-o", named,
+         "--quiet"])
+    out_dir = os.path.join(work, "enc_named_out")
+    run([kiln_run, named, "--input", f"ids={os.path.join(work, 'ids_7.npy')}", "--output-dir",
+         out_dir])
+    same = np.array_equal(np.load(os.path.join(out_dir, "output.npy")),
+                          np.load(os.path.join(work, "enc_out_7", "output.npy")))
+    print(f"--shape ids=1,seq: seq 7 {'matches' if same else 'DIFFERS FROM'} the dim_param package")
+    return matched if same else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #include "tools/kilnc/args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -29,7 +30,7 @@ std::string usage() {
          "                      a picture of the memory plan and the parallel groups)\n"
          "  keygen -o NAME      write an Ed25519 key pair: NAME.key (secret) and NAME.pub\n\n"
          "options:\n"
-         "  --shape NAME=D0,D1,...   input shape (repeatable)\n"
+         "  --shape NAME=D0,D1,...   input shape (repeatable); a Di may name a --dim symbol\n"
          "  --dim PARAM=N            bind an ONNX dim parameter (e.g. batch=1) on every input\n"
          "  --dim PARAM=LO..HI       keep it symbolic: one package for every size in [LO, HI]\n"
          "  --freeze NAME=FILE.npy   make an ONNX input a constant (inputs that must be known at\n"
@@ -156,7 +157,20 @@ Args parse_args(int argc, char** argv) {
     };
     if (is("--shape")) {
       auto [n, v] = name_value(value("--shape"), "--shape");
-      c.model.shapes[n] = parse_dims(v, "--shape");
+      // A name instead of a number is a symbol (`--shape ids=1,seq` with `--dim seq=1..512`).
+      std::vector<std::string> names;
+      std::string numbers;
+      std::stringstream ss(v);
+      bool named = false;
+      for (std::string tok; std::getline(ss, tok, ',');) {
+        bool ident =
+            !tok.empty() && (std::isalpha(static_cast<unsigned char>(tok[0])) || tok[0] == '_');
+        names.push_back(ident ? tok : "");
+        numbers += (numbers.empty() ? "" : ",") + (ident ? std::string("0") : tok);
+        named |= ident;
+      }
+      c.model.shapes[n] = parse_dims(numbers, "--shape");
+      if (named) c.model.shape_symbols[n] = names;
     } else if (is("--dim")) {
       auto [n, v] = name_value(value("--dim"), "--dim");
       if (size_t dots = v.find(".."); dots != std::string::npos) {

@@ -370,6 +370,14 @@ void Importer::check_option_names(
     if (!params.count(param))
       throw OptionError(Option::DimParam, "no input has a dim parameter named '" + param +
                                               "' (parameters: " + list(params) + ")");
+  for (const auto& [input, names] : opts_.shape_symbols)
+    for (const std::string& n : names)
+      if (!n.empty() && !opts_.dim_ranges.count(n))
+        throw OptionError(Option::InputShape, "--shape " + input + ": '" + n +
+                                                  "' is not a symbol (give it with --dim " + n +
+                                                  "=MIN..MAX)");
+  for (const auto& [input, names] : opts_.shape_symbols)
+    for (const std::string& n : names) params.insert(n);
   for (const auto& [param, _] : opts_.dim_ranges)
     if (!params.count(param))
       throw OptionError(Option::DimParam, "no input defines the symbol '" + param +
@@ -499,6 +507,12 @@ void Importer::run(onnx::ModelProto& m) {
     auto given = opts_.shapes.find(in.name());
     if (given != opts_.shapes.end()) {
       shape = given->second;
+      if (auto named = opts_.shape_symbols.find(in.name()); named != opts_.shape_symbols.end())
+        for (size_t i = 0; i < named->second.size() && i < shape.size(); ++i)
+          if (!named->second[i].empty()) {
+            symbolic.push_back({i, symbol_of(named->second[i])});
+            shape[i] = opts_.dim_ranges.at(named->second[i]).second;
+          }
       if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(shape.size()))
         throw OptionError(Option::InputShape, "input '" + in.name() + "' given " +
                                                   std::to_string(shape.size()) +

@@ -36,6 +36,8 @@ class UnsupportedModel : public Error {
 struct OnnxImportOptions {
   std::map<std::string, Shape> shapes;  // input shapes by name
   std::map<std::string, int64_t> dims;  // values of dim parameters
+  // Per input given a shape, per axis: the symbol it takes, or "" (`--shape ids=1,seq`).
+  std::map<std::string, std::vector<std::string>> shape_symbols;
   // Dim parameters that stay symbolic: name -> [min, max] (the graph's symbols, in name order).
   std::map<std::string, std::pair<int64_t, int64_t>> dim_ranges;
   // Frozen inputs: each becomes a constant with this value (for inputs that must be known at
