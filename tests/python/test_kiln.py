@@ -144,3 +144,31 @@ def test_variants_are_listed_and_can_be_chosen(tmp_path):
     with pytest.raises(kiln.Error) as e:
         kiln.Model(fat, variant="no-such-cpu")
     assert e.value.status == "KILN_INVALID_ARGUMENT" and "no-such-cpu" in str(e.value)
+
+
+def test_a_symbolic_package_runs_every_size_in_its_bounds(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+        "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+        [numpy_helper.from_array(w, "w")])
+    model = str(tmp_path / "mlp.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    package = str(tmp_path / "mlp.kiln")
+    subprocess.run([os.environ["KILNC"], "compile", model, "--dim", "batch=1..5", "-o", package,
+                    "--quiet"], check=True)
+    m = kiln.Model(package)
+    assert m.symbols == [("batch", 1, 5)]
+    assert m.inputs[0].axis_symbols == (0, -1) and m.inputs[0].shape == (5, 4)
+    s = m.session()
+    for n in (1, 2, 5):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        y = s.run({"x": x})["y"]
+        assert y.shape == (n, 3)
+        np.testing.assert_allclose(y, np.maximum(x @ w, 0), rtol=1e-6, atol=1e-6)
+    with pytest.raises(kiln.Error) as e:
+        s.run({"x": np.zeros((6, 4), np.float32)})
+    assert e.value.status == "KILN_INVALID_ARGUMENT" and "'batch' must be in [1, 5]" in str(e.value)

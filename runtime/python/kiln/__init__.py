@@ -43,7 +43,8 @@ _BFLOAT16 = 10
 class _TensorInfo(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("name", ctypes.c_char_p),
                 ("dtype", ctypes.c_int), ("rank", ctypes.c_size_t),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("size_bytes", ctypes.c_size_t)]
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("size_bytes", ctypes.c_size_t),
+                ("axis_symbols", ctypes.POINTER(ctypes.c_int32))]
 
 
 class _ModelOptions(ctypes.Structure):
@@ -105,6 +106,12 @@ def _load():
         "kiln_session_set_input": (ctypes.c_int, [V, S, ctypes.c_int, V, S]),
         "kiln_session_run": (ctypes.c_int, [V]),
         "kiln_session_output": (ctypes.c_int, [V, S, P(V), P(S)]),
+        "kiln_session_set_input_shaped": (ctypes.c_int, [V, S, ctypes.c_int, V, S, S,
+                                                         P(ctypes.c_int64)]),
+        "kiln_session_output_shape": (ctypes.c_int, [V, S, P(S), P(P(ctypes.c_int64))]),
+        "kiln_model_symbol_count": (ctypes.c_int, [V, P(S)]),
+        "kiln_model_symbol_info": (ctypes.c_int, [V, S, P(ctypes.c_char_p), P(ctypes.c_int64),
+                                                  P(ctypes.c_int64)]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -134,7 +141,9 @@ def _dims(shape):
 
 class TensorInfo:
     """A model input or output: name, dtype (a numpy dtype; bfloat16 tensors are uint16 bit
-    patterns, and kiln_dtype says so), shape (a tuple)."""
+    patterns, and kiln_dtype says so), shape (a tuple; for a symbolic tensor, at the symbols'
+    maximums), axis_symbols (an input's per-axis symbol index into Model.symbols, -1 for a
+    static axis; all -1 for a static tensor)."""
 
     def __init__(self, info):
         self.name = info.name.decode()
@@ -142,6 +151,8 @@ class TensorInfo:
         self.dtype = np.dtype(_DTYPES[info.dtype])
         self.shape = tuple(info.shape[i] for i in range(info.rank))
         self.size_bytes = info.size_bytes
+        syms = info.axis_symbols
+        self.axis_symbols = tuple(syms[i] if syms else -1 for i in range(info.rank))
 
     def __repr__(self):
         kind = "bfloat16" if self.kiln_dtype == _BFLOAT16 else str(self.dtype)
@@ -162,7 +173,8 @@ class Model:
     .pub files kilnc keygen writes, or 32-byte keys): then only a package signed by one of them
     and unchanged since loads. variant: None (the last of the package's kernel variants this CPU
     runs), or the CPU name of the one to load (kilnc compile --cpu A,B,C).
-    m.variants lists the package's variants as (cpu, runs here, loaded) tuples."""
+    m.variants lists the package's variants as (cpu, runs here, loaded) tuples; m.symbols the
+    symbolic dims of a package compiled with --dim NAME=MIN..MAX as (name, min, max) tuples."""
 
     def __init__(self, path, trust=None, variant=None):
         self._handle = None
@@ -194,6 +206,13 @@ class Model:
             vi.struct_size = ctypes.sizeof(_VariantInfo)
             _check(_lib.kiln_model_variant_info(self._handle, i, ctypes.byref(vi)))
             self.variants.append((vi.cpu.decode(), bool(vi.runs_here), bool(vi.chosen)))
+        _check(_lib.kiln_model_symbol_count(self._handle, ctypes.byref(n)))
+        self.symbols = []
+        for i in range(n.value):
+            name, lo, hi = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
+            _check(_lib.kiln_model_symbol_info(self._handle, i, ctypes.byref(name),
+                                               ctypes.byref(lo), ctypes.byref(hi)))
+            self.symbols.append((name.value.decode(), lo.value, hi.value))
 
     def _infos(self, count_fn, info_fn):
         n = ctypes.c_size_t()
@@ -260,13 +279,20 @@ class Session:
                 raise Error("KILN_INVALID_ARGUMENT", "the session is closed")
             for i, t in enumerate(model.inputs):
                 a = np.asarray(inputs[t.name])
-                if a.shape != t.shape:
+                symbolic = any(k >= 0 for k in t.axis_symbols)
+                if a.shape != t.shape and not symbolic:
                     raise Error("KILN_INVALID_ARGUMENT", f"input {t.name!r}: expected "
                                 f"{_dims(t.shape)}, got {_dims(a.shape)}")
                 if a.dtype != t.dtype:
                     raise Error("KILN_INVALID_ARGUMENT", f"input {t.name!r}: expected {t.dtype}, "
                                 f"got {a.dtype}")
                 a = np.ascontiguousarray(a)
+                if symbolic:  # the runtime checks the shape against the symbols' bounds
+                    dims = (ctypes.c_int64 * max(1, a.ndim))(*a.shape)
+                    _check(_lib.kiln_session_set_input_shaped(
+                        self._handle, i, t.kiln_dtype, a.ctypes.data_as(ctypes.c_void_p),
+                        a.nbytes, a.ndim, dims))
+                    continue
                 _check(_lib.kiln_session_set_input(self._handle, i, t.kiln_dtype,
                                                    a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
             _check(_lib.kiln_session_run(self._handle))
@@ -275,7 +301,10 @@ class Session:
                 data, size = ctypes.c_void_p(), ctypes.c_size_t()
                 _check(_lib.kiln_session_output(self._handle, i, ctypes.byref(data),
                                                 ctypes.byref(size)))
-                out = np.empty(t.shape, dtype=t.dtype)
+                rank, dims = ctypes.c_size_t(), ctypes.POINTER(ctypes.c_int64)()
+                _check(_lib.kiln_session_output_shape(self._handle, i, ctypes.byref(rank),
+                                                      ctypes.byref(dims)))
+                out = np.empty(tuple(dims[k] for k in range(rank.value)), dtype=t.dtype)
                 if size.value != out.nbytes:
                     raise Error("KILN_INTERNAL", f"output {t.name!r} has {size.value} bytes, "
                                 f"its shape {out.nbytes}")
