@@ -65,18 +65,12 @@ def main():
     kilnc, kiln_run, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
     model, _, _ = export_models.classifier("resnet18")
-    onnx_path = os.path.join(work, "resnet18_batch.onnx")
     x8 = torch.randn(8, 3, 224, 224, generator=torch.Generator().manual_seed(5))
+    onnx_path, pkg = export_and_compile(kilnc, work, "resnet18_batch", model, x8[:1], "input",
+                                        "output", {"input": {0: "batch"}, "output": {0: "batch"}},
+                                        "batch=1..8")
     with torch.no_grad():
-        torch.onnx.export(model, (x8[:1],), onnx_path, opset_version=export_models.OPSET,
-                          input_names=["input"], output_names=["output"],
-                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
-                          do_constant_folding=True)
         ref = model(x8).numpy()
-    pkg = os.path.join(work, "resnet18_batch.kiln")
-    if os.path.exists(pkg):
-        os.remove(pkg)
-    run([kilnc, "compile", onnx_path, "--dim", "batch=1..8", "-o", pkg, "--quiet"])
     info = run([kiln_run, pkg, "--info"]).stdout
     if "symbol 0: batch in [1, 8]" not in info or "batch<=8,3,224,224" not in info:
         sys.exit(f"FAILED: kiln-run --info does not show the symbol:\n{info}")
@@ -124,6 +118,22 @@ def main():
     sys.exit(0 if ok and refusals == 3 else 1)
 
 
+def export_and_compile(kilnc, work, name, model, example, input_name, output_name, axes, dim):
+    """Exports `model` with dynamic `axes` to WORK/NAME.onnx and compiles it once with --dim
+    `dim` to WORK/NAME.kiln; returns both paths."""
+    onnx_path = os.path.join(work, f"{name}.onnx")
+    # (grad enabled: nn.TransformerEncoder's fused no-grad path cannot be exported)
+    with torch.enable_grad():
+        torch.onnx.export(model, (example,), onnx_path, opset_version=export_models.OPSET,
+                          input_names=[input_name], output_names=[output_name],
+                          dynamic_axes=axes, do_constant_folding=True)
+    pkg = os.path.join(work, f"{name}.kiln")
+    if os.path.exists(pkg):
+        os.remove(pkg)
+    run([kilnc, "compile", onnx_path, "--dim", dim, "-o", pkg, "--quiet"])
+    return onnx_path, pkg
+
+
 def run_and_compare(kiln_run, pkg, work, what, input_name, x, output_name, want):
     """Runs `pkg` on x with kiln-run; whether its output matches `want` (shape, 1e-4 relative)."""
     tag = what.replace(" ", "_")
@@ -146,15 +156,10 @@ def check_crnn(kilnc, kiln_run, work):
     torch.manual_seed(0)
     model = Crnn().eval()
     export_models.randomize_batch_norms(model)
-    onnx_path = os.path.join(work, "crnn_width.onnx")
     x = torch.randn(1, 1, 32, 64, generator=torch.Generator().manual_seed(3))
-    with torch.no_grad():
-        torch.onnx.export(model, (x,), onnx_path, opset_version=export_models.OPSET,
-                          input_names=["image"], output_names=["logprobs"],
-                          dynamic_axes={"image": {3: "width"}, "logprobs": {0: "steps"}},
-                          do_constant_folding=True)
-    pkg = os.path.join(work, "crnn_width.kiln")
-    run([kilnc, "compile", onnx_path, "--dim", "width=16..256", "-o", pkg, "--quiet"])
+    _, pkg = export_and_compile(kilnc, work, "crnn_width", model, x, "image", "logprobs",
+                                {"image": {3: "width"}, "logprobs": {0: "steps"}},
+                                "width=16..256")
     matched = 0
     for w in WIDTHS:
         img = torch.randn(1, 1, 32, w, generator=torch.Generator().manual_seed(w))
@@ -168,15 +173,8 @@ def check_crnn(kilnc, kiln_run, work):
 def check_encoder(kilnc, kiln_run, work):
     """The encoder over --dim seq=1..512: how many of SEQS match PyTorch."""
     model, ids, _ = export_models.transformer()
-    onnx_path = os.path.join(work, "encoder_seq.onnx")
-    # (nn.TransformerEncoder's fused no-grad path cannot be exported: grad stays enabled)
-    with torch.enable_grad():
-        torch.onnx.export(model, (ids,), onnx_path, opset_version=export_models.OPSET,
-                          input_names=["ids"], output_names=["output"],
-                          dynamic_axes={"ids": {1: "seq"}, "output": {1: "seq"}},
-                          do_constant_folding=True)
-    pkg = os.path.join(work, "encoder_seq.kiln")
-    run([kilnc, "compile", onnx_path, "--dim", "seq=1..512", "-o", pkg, "--quiet"])
+    onnx_path, pkg = export_and_compile(kilnc, work, "encoder_seq", model, ids, "ids", "output",
+                                        {"ids": {1: "seq"}, "output": {1: "seq"}}, "seq=1..512")
     matched = 0
     for n in SEQS:
         x = torch.randint(0, 1000, (1, n), generator=torch.Generator().manual_seed(n))
