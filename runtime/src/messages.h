@@ -120,6 +120,8 @@
   "kiln_session_set_input_shaped: NULL argument or index out of range"
 #define KILN_MSG_KILN_SESSION_SET_INPUT_SHAPED_HAS \
   "kiln_session_set_input_shaped: '%s' has rank %u, given %zu"
+#define KILN_MSG_KILN_SESSION_SET_INPUT_SHAPED_STATIC_AXIS \
+  "kiln_session_set_input_shaped: '%s' axis %u is %lld, the model fixes it to %lld"
 #define KILN_MSG_KILN_SESSION_SET_INPUT_SHAPED_AXIS \
   "kiln_session_set_input_shaped: '%s' axis %u is %lld: '%s' must be in [%lld, %lld]"
 #define KILN_MSG_KILN_SESSION_SET_INPUT_SHAPED_OF \
@@ -352,6 +354,7 @@
   M(KILN_SESSION_RUN_OUTPUT_LEAVES_ITS)          \
   M(KILN_SESSION_SET_INPUT_SHAPED_NULL)          \
   M(KILN_SESSION_SET_INPUT_SHAPED_HAS)           \
+  M(KILN_SESSION_SET_INPUT_SHAPED_STATIC_AXIS)   \
   M(KILN_SESSION_SET_INPUT_SHAPED_AXIS)          \
   M(KILN_SESSION_SET_INPUT_SHAPED_OF)            \
   M(KILN_SESSION_OUTPUT_SHAPE_NULL_ARGUMENT)     \

@@ -100,10 +100,12 @@ kiln_status kiln_session_set_input_shaped(kiln_session* s, size_t index, kiln_dt
     int32_t k = t->axis_symbols ? t->axis_symbols[a] : -1;
     int64_t lo = k < 0 ? t->shape[a] : m->symbols[k].min;
     int64_t hi = k < 0 ? t->shape[a] : m->symbols[k].max;
+    if (k < 0 && shape[a] != lo)
+      return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_SET_INPUT_SHAPED_STATIC_AXIS),
+                        t->name, a, (long long)shape[a], (long long)lo);
     if (shape[a] < lo || shape[a] > hi)
       return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_SET_INPUT_SHAPED_AXIS), t->name, a,
-                        (long long)shape[a], k < 0 ? "it" : m->symbols[k].name, (long long)lo,
-                        (long long)hi);
+                        (long long)shape[a], m->symbols[k].name, (long long)lo, (long long)hi);
     n *= (uint64_t)shape[a];
   }
   if (!t->axis_symbols) return kiln_session_set_input(s, index, dtype, data, size_bytes);

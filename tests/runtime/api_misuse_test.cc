@@ -199,3 +199,55 @@ TEST_F(Api, MisalignedBindingsAreRefused) {
 }
 
 }  // namespace
+
+// The symbolic-shape calls (#14) on a package of one shape: they work as the fixed-shape ones
+// (the shape must be the model's) and refuse NULLs, wrong ranks and dims by name.
+TEST_F(Api, ShapedInputsAndOutputShapesOnAStaticPackage) {
+  size_t n = 99;
+  EXPECT_EQ(kiln_model_symbol_count(model_, &n), KILN_OK);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(kiln_model_symbol_count(nullptr, &n), KILN_INVALID_ARGUMENT);
+  const char* name;
+  int64_t lo, hi;
+  EXPECT_EQ(kiln_model_symbol_info(model_, 0, &name, &lo, &hi), KILN_INVALID_ARGUMENT);
+  kiln_tensor_info info;
+  info.struct_size = sizeof info;
+  ASSERT_EQ(kiln_model_input_info(model_, 0, &info), KILN_OK);
+  EXPECT_EQ(info.axis_symbols, nullptr);
+  kiln_session* s = nullptr;
+  ASSERT_EQ(kiln_session_create(model_, nullptr, &s), KILN_OK) << msg();
+  std::vector<float> img(2 * 3 * 32 * 32, 0.5f);
+  const int64_t shape[4] = {2, 3, 32, 32}, wrong[4] = {2, 3, 32, 31};
+  EXPECT_EQ(kiln_session_set_input_shaped(nullptr, 0, KILN_DTYPE_FLOAT32, img.data(),
+                                          img.size() * 4, 4, shape),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_set_input_shaped(s, 0, KILN_DTYPE_FLOAT32, img.data(), img.size() * 4, 4,
+                                          nullptr),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      kiln_session_set_input_shaped(s, 0, KILN_DTYPE_FLOAT32, img.data(), img.size() * 4, 3, shape),
+      KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("'image' has rank 4, given 3"), std::string::npos) << msg();
+  EXPECT_EQ(
+      kiln_session_set_input_shaped(s, 0, KILN_DTYPE_FLOAT32, img.data(), img.size() * 4, 4, wrong),
+      KILN_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("'image' axis 3 is 31, the model fixes it to 32"), std::string::npos)
+      << msg();
+  size_t rank;
+  const int64_t* out_shape;
+  EXPECT_EQ(kiln_session_output_shape(s, 0, &rank, &out_shape), KILN_FAILED_PRECONDITION);
+  ASSERT_EQ(
+      kiln_session_set_input_shaped(s, 0, KILN_DTYPE_FLOAT32, img.data(), img.size() * 4, 4, shape),
+      KILN_OK)
+      << msg();
+  ASSERT_EQ(kiln_session_run(s), KILN_OK) << msg();
+  ASSERT_EQ(kiln_session_output_shape(s, 0, &rank, &out_shape), KILN_OK) << msg();
+  kiln_tensor_info out;
+  out.struct_size = sizeof out;
+  ASSERT_EQ(kiln_model_output_info(model_, 0, &out), KILN_OK);
+  ASSERT_EQ(rank, out.rank);
+  for (size_t i = 0; i < rank; ++i) EXPECT_EQ(out_shape[i], out.shape[i]);
+  EXPECT_EQ(kiln_session_output_shape(s, 0, nullptr, &out_shape), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_output_shape(s, 9, &rank, &out_shape), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_release(s), KILN_OK);
+}
