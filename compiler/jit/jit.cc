@@ -205,7 +205,7 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
     extents.push_back(b.extents);
   }
   // Symbolic sizes: bound from the inputs' shapes, each input copied into its buffer laid out at
-  // the bounds (the rest stays zero).
+  // the bounds (the rest filled with 0xff, as the arena is).
   std::vector<int64_t> vars = bind_symbols(plan.symbols, names, static_shapes, extents, shapes);
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     const PlanBuffer& b = plan.buffer(plan.inputs[i]);

@@ -23,14 +23,9 @@ std::vector<const UOp*> Extents::of(const UOp* n) const {
   return r;
 }
 
-namespace {
-
 class ExtentAnalysis {
  public:
-  ExtentAnalysis(Graph& g, Extents& out,
-                 std::unordered_map<const UOp*, std::vector<const UOp*>>& dyn,
-                 std::unordered_map<const UOp*, const UOp*>& mean_counts)
-      : g_(g), ctx_(g.ctx()), out_(out), dyn_(dyn), mean_counts_(mean_counts) {}
+  ExtentAnalysis(Graph& g, Extents& out) : g_(g), ctx_(g.ctx()), out_(out) {}
 
   void run() {
     for (const GraphInput& in : g_.inputs()) {
@@ -52,13 +47,12 @@ class ExtentAnalysis {
  private:
   // Keeps `e` only when some axis is symbolic (a static node needs no entry).
   void set(const UOp* u, std::vector<const UOp*> e) {
+    bool symbolic = false;
     for (size_t i = 0; i < e.size(); ++i) {
       e[i] = simplify(e[i]);
-      if (e[i]->op != Op::CONST || e[i]->cval().i != u->shape()[i]) {
-        dyn_[u] = std::move(e);
-        return;
-      }
+      symbolic |= e[i]->op != Op::CONST || e[i]->cval().i != u->shape()[i];
     }
+    if (symbolic) out_.dynamic_[u] = std::move(e);
   }
 
   // FDIV(sum over axes A, count) where some axis of A is symbolic and the count is a constant
@@ -82,7 +76,7 @@ class ExtentAnalysis {
       symbolic |= !full(src, i, out_.axis(src, i));
     }
     if (symbolic && c->cval().as_double() == static_cast<double>(bound))
-      mean_counts_[u] = simplify(count);
+      out_.mean_counts_[u] = simplify(count);
   }
 
   const UOp* size(const UOp* n, size_t i) { return ctx_.const_index(n->shape()[i]); }
@@ -249,11 +243,7 @@ class ExtentAnalysis {
   Graph& g_;
   Context& ctx_;
   Extents& out_;
-  std::unordered_map<const UOp*, std::vector<const UOp*>>& dyn_;
-  std::unordered_map<const UOp*, const UOp*>& mean_counts_;
 };
-
-}  // namespace
 
 int64_t eval_extent(const UOp* e, const std::vector<int64_t>& vars) {
   std::unordered_map<const UOp*, const UOp*> values;
@@ -336,7 +326,7 @@ Extents compute_extents(Graph& g) {
   Extents e;
   e.ctx_ = &g.ctx();
   if (g.symbols().empty()) return e;
-  ExtentAnalysis(g, e, e.dynamic_, e.mean_counts_).run();
+  ExtentAnalysis(g, e).run();
   return e;
 }
 

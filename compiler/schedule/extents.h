@@ -36,6 +36,7 @@ class Extents {
 
  private:
   friend Extents compute_extents(Graph& g);
+  friend class ExtentAnalysis;
   Context* ctx_ = nullptr;
   std::unordered_map<const UOp*, std::vector<const UOp*>> dynamic_;
   std::unordered_map<const UOp*, const UOp*> mean_counts_;
