@@ -161,18 +161,20 @@ const UOp* lanes_of(const UOp* v, int64_t first, int64_t n) {
   return v->ctx()->make(Op::GEP, v->dtype.base().vec(static_cast<uint16_t>(n)), {v}, idx);
 }
 
-// DOT4 as plain integer code: the bytes widened to int32 (zero- and sign-extended), multiplied,
-// and each lane's four products summed. LLVM turns this into pmaddwd on x86.
+// DOT4 as plain integer code: byte j of every lane picked out first (one byte shuffle per
+// operand), then widened to int32 (zero- and sign-extended), multiplied and summed into the lane.
+// Picking before widening keeps every vector at the accumulator's width; widening all 4n bytes
+// first and picking int32s afterwards made LLVM move single elements (6.5 GOP/s on AVX2).
 const UOp* dot4_plain(const UOp* acc, const UOp* a, const UOp* b) {
   Context* ctx = acc->ctx();
   uint16_t n = acc->dtype.lanes;
-  DType wide = dtypes::int32.vec(static_cast<uint16_t>(4 * n));
-  const UOp* p = a->cast(wide)->mul(b->cast(wide));
   const UOp* sum = acc;
   for (int64_t j = 0; j < 4; ++j) {
     std::vector<int64_t> idx;
     for (int64_t l = 0; l < n; ++l) idx.push_back(4 * l + j);
-    sum = sum->add(ctx->make(Op::GEP, acc->dtype, {p}, idx));
+    const UOp* aj = ctx->make(Op::GEP, a->dtype.base().vec(n), {a}, idx);
+    const UOp* bj = ctx->make(Op::GEP, b->dtype.base().vec(n), {b}, idx);
+    sum = sum->add(aj->cast(acc->dtype)->mul(bj->cast(acc->dtype)));
   }
   return sum;
 }
