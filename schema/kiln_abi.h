@@ -34,8 +34,8 @@ extern "C" {
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
 #define KILN_ABI_FORMAT_MINOR                                   \
-  4u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
-      * 4: symbolic dims */
+  5u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
+      * 4: symbolic dims; 5: shape operands as run-time values */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
@@ -171,6 +171,7 @@ enum {
   KILN_ABI_PACKAGE_SIGNATURE,
   KILN_ABI_PACKAGE_VARIANTS,
   KILN_ABI_PACKAGE_SYMBOLS, /* format 2.4 */
+  KILN_ABI_PACKAGE_CHECKS,  /* format 2.5 */
   KILN_ABI_PACKAGE_FIELD_COUNT
 };
 enum {
@@ -195,6 +196,7 @@ enum {
   KILN_ABI_TENSOR_INFO_AXIS_SYMBOLS,   /* format 2.4 */
   KILN_ABI_TENSOR_INFO_EXTENTS,        /* format 2.4 */
   KILN_ABI_TENSOR_INFO_EXTENT_OFFSETS, /* format 2.4 */
+  KILN_ABI_TENSOR_INFO_VALUE_SYMBOLS,  /* format 2.5 */
   KILN_ABI_TENSOR_INFO_FIELD_COUNT
 };
 enum {
@@ -203,6 +205,7 @@ enum {
   KILN_ABI_SYMBOL_MAX,
   KILN_ABI_SYMBOL_FIELD_COUNT
 };
+enum { KILN_ABI_CHECK_CODE, KILN_ABI_CHECK_MESSAGE, KILN_ABI_CHECK_FIELD_COUNT };
 /* The opcodes of an output extent's postfix program (TensorInfo.extents). CONST and VAR take the
  * next int64 as their operand (a value; a symbol index); the others pop b, then a, and push
  * a op b. IDIV truncates toward zero and MOD takes the dividend's sign (C), as the compiler's
@@ -215,7 +218,9 @@ enum {
   KILN_ABI_EXTENT_IDIV = 4,
   KILN_ABI_EXTENT_MOD = 5,
   KILN_ABI_EXTENT_MAX = 6,
-  KILN_ABI_EXTENT_MIN = 7
+  KILN_ABI_EXTENT_MIN = 7,
+  KILN_ABI_EXTENT_EQ = 8, /* format 2.5: 1 if a == b, else 0 (checks) */
+  KILN_ABI_EXTENT_LT = 9  /* format 2.5: 1 if a < b, else 0 */
 };
 enum {
   KILN_ABI_KERNEL_NAME,
@@ -287,6 +292,7 @@ enum {
 #define KILN_ABI_MAX_SYMBOLS 16u        /* symbolic dims (a session holds their values inline) */
 #define KILN_ABI_MAX_EXTENT_PROGRAM 64u /* int64 words per output axis's extent program */
 #define KILN_ABI_MAX_EXTENT_STACK 16u
+#define KILN_ABI_MAX_CHECKS 64u /* run-time value checks (format 2.5) */
 
 /* The byte offset of field |index| in a FlatBuffers vtable (flatc's VT_ constants). */
 #define KILN_ABI_VTABLE_OFFSET(index) (4 + 2 * (index))

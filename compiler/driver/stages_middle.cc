@@ -98,6 +98,7 @@ void rangeify_run(Compilation& c) {
   plan.outputs = std::move(r.outputs);
   plan.fusion_log = std::move(r.fusion_log);
   plan.symbols = c.a.graph->symbols();
+  plan.checks = c.a.graph->checks();
   c.a.rangeified = std::move(r.kernels);
   for (RangeifiedKernel& k : c.a.rangeified) k.ast = split_loops(merge_loops(k.ast));
   if (c.options.explain_fusion) {

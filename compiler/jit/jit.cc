@@ -207,6 +207,7 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
   // Symbolic sizes: bound from the inputs' shapes, each input copied into its buffer laid out at
   // the bounds (the rest filled with 0xff, as the arena is).
   std::vector<int64_t> vars = bind_symbols(plan.symbols, names, static_shapes, extents, shapes);
+  bind_value_symbols(plan, inputs, vars);
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     const PlanBuffer& b = plan.buffer(plan.inputs[i]);
     const NDArray& given = inputs.at(b.name);

@@ -203,10 +203,11 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
         }
       }
       bool sym = !b.extents.empty();
+      std::vector<int32_t> value_symbols(b.value_symbols.begin(), b.value_symbols.end());
       t.push_back(fb::CreateTensorInfoDirect(
           fbb, b.name.c_str(), to_fb(b.dtype), &b.shape, static_cast<uint32_t>(id),
           sym && input ? &axis_symbols : nullptr, sym && !input ? &programs : nullptr,
-          sym && !input ? &offsets : nullptr));
+          sym && !input ? &offsets : nullptr, value_symbols.empty() ? nullptr : &value_symbols));
     }
     return fbb.CreateVector(t);
   };
@@ -378,11 +379,25 @@ std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
       list.push_back(fb::CreateSymbolDirect(fbb, sy.name.c_str(), sy.min, sy.max));
     symbols = fbb.CreateVector(list);
   }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Check>>> checks = 0;
+  if (!plan.checks.empty()) {
+    if (plan.checks.size() > KILN_ABI_MAX_CHECKS)
+      throw Error(str_cat("the model has ", plan.checks.size(),
+                          " run-time value checks; a package holds at most ", KILN_ABI_MAX_CHECKS));
+    std::vector<flatbuffers::Offset<fb::Check>> list;
+    for (const GraphCheck& c : plan.checks) {
+      std::vector<int64_t> code = extent_program(c.holds);
+      if (code.size() > KILN_ABI_MAX_EXTENT_PROGRAM)
+        throw Error(str_cat("the check '", c.message, "' is longer than a package allows"));
+      list.push_back(fb::CreateCheckDirect(fbb, &code, c.message.c_str()));
+    }
+    checks = fbb.CreateVector(list);
+  }
   auto pkg = fb::CreatePackage(fbb, provenance, v0.target, v0.inputs, v0.outputs, v0.kernels,
                                v0.code, const_vec, v0.slots, v0.arena_size, v0.arena_alignment,
                                v0.arena_lower_bound, v0.groups, fbb.CreateVector(sections), 0,
                                selftest_table, static_kernels_id, signature,
-                               more.empty() ? 0 : fbb.CreateVector(more), symbols);
+                               more.empty() ? 0 : fbb.CreateVector(more), symbols, checks);
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (signing_key) {

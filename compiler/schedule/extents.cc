@@ -266,22 +266,53 @@ std::vector<int64_t> extent_program(const UOp* e) {
       out.insert(out.end(), {KILN_ABI_EXTENT_VAR, u->var().slot});
       return;
     }
-    int64_t code = u->op == Op::ADD    ? KILN_ABI_EXTENT_ADD
-                   : u->op == Op::MUL  ? KILN_ABI_EXTENT_MUL
-                   : u->op == Op::IDIV ? KILN_ABI_EXTENT_IDIV
-                   : u->op == Op::MOD  ? KILN_ABI_EXTENT_MOD
-                   : u->op == Op::MAX  ? KILN_ABI_EXTENT_MAX
-                   : u->op == Op::MIN  ? KILN_ABI_EXTENT_MIN
-                                       : -1;
+    // Programs compute in int64: a cast between integer kinds (or of a 0/1 comparison) is a
+    // no-op.
+    if (u->op == Op::CAST) {
+      emit(u->src[0]);
+      return;
+    }
+    // A check's conditions (format 2.5): comparisons give 0 or 1, so AND and OR are MIN and
+    // MAX; a != b and not-a compare with 0.
+    bool negate = u->op == Op::CMPNE || (u->op == Op::XOR && u->dtype == dtypes::bool_);
+    int64_t code = u->op == Op::ADD               ? KILN_ABI_EXTENT_ADD
+                   : u->op == Op::MUL             ? KILN_ABI_EXTENT_MUL
+                   : u->op == Op::IDIV            ? KILN_ABI_EXTENT_IDIV
+                   : u->op == Op::MOD             ? KILN_ABI_EXTENT_MOD
+                   : u->op == Op::MAX             ? KILN_ABI_EXTENT_MAX
+                   : u->op == Op::MIN             ? KILN_ABI_EXTENT_MIN
+                   : u->op == Op::AND             ? KILN_ABI_EXTENT_MIN
+                   : u->op == Op::OR              ? KILN_ABI_EXTENT_MAX
+                   : u->op == Op::CMPEQ || negate ? KILN_ABI_EXTENT_EQ
+                   : u->op == Op::CMPLT           ? KILN_ABI_EXTENT_LT
+                                                  : -1;
     if (code < 0 || u->src.size() != 2)
       throw InternalError(
           str_cat("extent ", render(e), ": no package opcode for ", op_name(u->op)));
     emit(u->src[0]);
     emit(u->src[1]);
     out.push_back(code);
+    if (negate) out.insert(out.end(), {KILN_ABI_EXTENT_CONST, 0, KILN_ABI_EXTENT_EQ});
   };
   emit(e);
   return out;
+}
+
+void bind_value_symbols(const Plan& plan, const std::map<std::string, NDArray>& inputs,
+                        std::vector<int64_t>& vars) {
+  for (int id : plan.inputs) {
+    const PlanBuffer& b = plan.buffer(id);
+    for (size_t e = 0; e < b.value_symbols.size(); ++e) {
+      const Symbol& sy = plan.symbols.at(static_cast<size_t>(b.value_symbols[e]));
+      int64_t v = inputs.at(b.name).get(static_cast<int64_t>(e)).as_int();
+      if (v < sy.min || v > sy.max)
+        throw Error(str_cat("input '", b.name, "' element ", e, " is ", v,
+                            "; the package reads it in [", sy.min, ", ", sy.max, "]"));
+      vars.at(static_cast<size_t>(b.value_symbols[e])) = v;
+    }
+  }
+  for (const GraphCheck& c : plan.checks)
+    if (eval_extent(c.holds, vars) == 0) throw Error(c.message);
 }
 
 std::vector<int64_t> bind_symbols(const std::vector<Symbol>& symbols,
@@ -318,7 +349,8 @@ std::vector<int64_t> bind_symbols(const std::vector<Symbol>& symbols,
     }
   }
   for (size_t k = 0; k < symbols.size(); ++k)
-    if (vars[k] < 0) throw Error("no input sets the symbol '" + symbols[k].name + "'");
+    if (vars[k] < 0 && !symbols[k].value)
+      throw Error("no input sets the symbol '" + symbols[k].name + "'");
   return vars;
 }
 

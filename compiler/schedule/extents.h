@@ -9,10 +9,12 @@
 // with its name: a package that silently computed at the bound would give wrong answers.
 #pragma once
 
+#include <map>
 #include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/uop.h"
+#include "compiler/schedule/plan.h"
 #include "compiler/tensor/graph.h"
 
 namespace kiln {
@@ -58,6 +60,12 @@ std::vector<int64_t> bind_symbols(const std::vector<Symbol>& symbols,
                                   const std::vector<Shape>& static_shapes,
                                   const std::vector<std::vector<const UOp*>>& extents,
                                   const std::vector<Shape>& shapes);
+
+// Shape operands fed as inputs: sets vars[value symbol] from the inputs' values, checks each
+// against its symbol's bounds and then the plan's checks. Throws kiln::Error naming the input
+// and element, or with the check's message, as the runtime does.
+void bind_value_symbols(const Plan& plan, const std::map<std::string, NDArray>& inputs,
+                        std::vector<int64_t>& vars);
 
 // The extents of every node of `g` (after constant folding). Throws kiln::Error naming the node
 // (and its model origin) for a shape the rules refuse. A graph without symbols has none.

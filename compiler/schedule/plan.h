@@ -20,6 +20,8 @@ struct PlanBuffer {
   // Inputs and outputs with a symbolic axis: each axis's extent (an index expression over the
   // plan's symbols; docs/symbolic-shapes.md). Empty: the buffer is static.
   std::vector<const UOp*> extents;
+  // An input whose values are sizes read at run time: per element, its symbol (GraphInput).
+  std::vector<int> value_symbols;
   int64_t numel() const;
   int64_t bytes() const { return numel() * dtype.itemsize(); }
 };
@@ -91,6 +93,8 @@ struct Plan {
   // The symbolic dims (`--dim NAME=LO..HI`), by slot: kernels read symbol i's run-time value
   // from vars[i]. Empty for a static plan.
   std::vector<Symbol> symbols;
+  // Conditions on the symbols' run-time values (Graph::checks), checked before each run.
+  std::vector<GraphCheck> checks;
 
   int64_t constant_bytes() const;
   const PlanBuffer& buffer(int id) const { return buffers.at(static_cast<size_t>(id)); }

@@ -55,6 +55,7 @@ class Lowerer {
       int id = new_buffer(in.name, BufferKind::Input, in.buffer);
       realized_[in.buffer] = id;
       res_.inputs.push_back(id);
+      res_.buffers[static_cast<size_t>(id)].value_symbols = in.value_symbols;
     }
     for (const GraphOutput& out : g_.outputs()) {
       int id = new_buffer(out.name, BufferKind::Output, out.node);

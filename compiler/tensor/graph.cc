@@ -31,7 +31,7 @@ const UOp* Graph::add_input(const std::string& name, DType dtype, const Shape& s
   const UOp* b =
       ctx_->make(Op::BUFFER, dtype, {}, BufferArg{name, next_buffer_id_, BufferKind::Input, shape});
   buffer_names_[name] = next_buffer_id_++;
-  inputs_.push_back({name, b, {}});
+  inputs_.push_back({name, b, {}, {}});
   return b;
 }
 
@@ -59,6 +59,31 @@ void Graph::set_axis_symbol(const std::string& input, size_t axis, int symbol) {
     in.axis_symbols.resize(shape.size(), -1);
     in.axis_symbols[axis] = symbol;
     return;
+  }
+  throw Error("the graph has no input named '" + input + "'");
+}
+
+const std::vector<int>& Graph::value_symbols(const std::string& input, int64_t min, int64_t max) {
+  for (GraphInput& in : inputs_) {
+    if (in.name != input) continue;
+    if (!in.value_symbols.empty()) return in.value_symbols;
+    const BufferArg& b = in.buffer->buffer();
+    if (!in.axis_symbols.empty())
+      throw Error("input '" + input + "' has a symbolic axis: its values cannot be read as sizes");
+    DType d = in.buffer->dtype;
+    if (d != dtypes::int64 && d != dtypes::int32)
+      throw Error("input '" + input + "' is " + d.str() +
+                  ": a size read at run time must be int32 or int64");
+    int64_t n = 1;
+    for (int64_t d : b.shape) n *= d;
+    for (int64_t i = 0; i < n; ++i) {
+      std::string name = str_cat(input, "[", i, "]");
+      for (const Symbol& s : symbols_)
+        if (s.name == name) throw Error("symbol '" + name + "' is defined twice");
+      symbols_.push_back({name, min, max, true});
+      in.value_symbols.push_back(static_cast<int>(symbols_.size() - 1));
+    }
+    return in.value_symbols;
   }
   throw Error("the graph has no input named '" + input + "'");
 }

@@ -21,6 +21,10 @@ struct GraphInput {
   // static axis. Empty: every axis is static. A symbolic axis's size in `buffer` is the
   // symbol's upper bound (docs/symbolic-shapes.md).
   std::vector<int> axis_symbols;
+  // A shape operand fed as a model input (a Reshape's shape, Unsqueeze's axes): per element, the
+  // symbol its value sets at run time. Empty for any other input (docs/symbolic-shapes.md,
+  // "Shape operands at run time").
+  std::vector<int> value_symbols;
 };
 
 // A symbolic dim (`--dim seq=1..512`): a size known at run time, within [min, max].
@@ -28,6 +32,16 @@ struct Symbol {
   std::string name;
   int64_t min = 0;
   int64_t max = 0;
+  bool value = false;  // set by an input's value (Graph::value_symbols), not by an axis
+};
+
+// A condition on the symbols' run-time values the graph was built under: `holds` (an index or
+// bool expression over DEFINE_VARs) must be nonzero, else the run fails with `message`. A shape
+// operand fed at run time is compiled for the shape the model declares; its check refuses values
+// that give another.
+struct GraphCheck {
+  const UOp* holds;
+  std::string message;
 };
 
 struct GraphOutput {
@@ -70,6 +84,14 @@ class Graph {
   // symbol's upper bound). Throws kiln::Error for an unknown input, axis or symbol.
   void set_axis_symbol(const std::string& input, size_t axis, int symbol);
   const std::vector<Symbol>& symbols() const { return symbols_; }
+  // One symbol per element of input `input` (static, int32 or int64), named "input[i]", its
+  // value read at run time within [min, max]; the same symbols when called again. Throws
+  // kiln::Error for an unknown input, a symbolic one or one of another dtype.
+  const std::vector<int>& value_symbols(const std::string& input, int64_t min, int64_t max);
+  void add_check(const UOp* holds, std::string message) {
+    checks_.push_back({holds, std::move(message)});
+  }
+  const std::vector<GraphCheck>& checks() const { return checks_; }
   // The DEFINE_VAR of symbol i (slot i of the kernels' run-time values).
   const UOp* symbol_var(int i);
   // Whether some input has a symbolic axis at index `axis` or later (a symbolic height or width
@@ -112,6 +134,7 @@ class Graph {
   LoweringOptions lowering_;
   std::vector<GraphInput> inputs_;
   std::vector<Symbol> symbols_;
+  std::vector<GraphCheck> checks_;
   std::vector<GraphOutput> outputs_;
   std::map<int64_t, NDArray> weights_;
   std::map<int64_t, const UOp*> weight_nodes_;

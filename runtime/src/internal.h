@@ -101,6 +101,8 @@ typedef struct kiln_tensor_desc {
   const int32_t* axis_symbols;
   const int64_t* extent_code;
   const uint32_t* extent_offsets;
+  /* format 2.5, inputs: per element, the symbol its value sets (numel entries); NULL: none */
+  const int32_t* value_symbols;
 } kiln_tensor_desc;
 
 typedef struct kiln_symbol_desc {
@@ -167,6 +169,12 @@ struct kiln_model {
   uint32_t num_symbols;
   kiln_symbol_desc symbols[KILN_ABI_MAX_SYMBOLS];
   void* symbol_copy;
+  /* format 2.5: conditions on the symbols' values: check i's program is check_code[i] of
+   * check_len[i] words, its error check_messages[i] */
+  uint32_t num_checks;
+  const int64_t* check_code[KILN_ABI_MAX_CHECKS];
+  uint32_t check_len[KILN_ABI_MAX_CHECKS];
+  const char* check_messages[KILN_ABI_MAX_CHECKS];
   uint32_t input_dims, output_dims; /* the sum of the inputs' (outputs') ranks */
   float selftest_tolerance;
   /* the kernel variants (kiln_model_variant_info): CPU names (truncated to 31 characters),
@@ -195,8 +203,9 @@ KILN_RT_PRIVATE kiln_status kiln_package_load(kiln_model* m, int verify_checksum
 /* Releases what kiln_package_load allocated (also what a failed load left); idempotent. */
 KILN_RT_PRIVATE void kiln_package_unload(kiln_model* m);
 
-/* shapes.c: a symbolic output's size. Runs extent program |code| of |len| words over |vars|;
- * nonzero (and *out untouched) if the program is malformed or divides by zero. */
+/* shapes.c: a symbolic output's size, or a check. Runs extent program |code| of |len| words over
+ * |vars|; nonzero (and *out untouched) if the program is malformed, overflows or divides by zero.
+ * With |vars| NULL only the program's form is checked (*out is then 0). */
 KILN_RT_PRIVATE int kiln_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars,
                                      uint32_t num_vars, int64_t* out);
 

@@ -111,6 +111,9 @@
 #define KILN_MSG_INPUT_AXIS_SYMBOL_NOT_LAID_OUT \
   "input '%s' axis %u: symbol %d, or not laid out at its maximum"
 #define KILN_MSG_NO_INPUT_SETS_THE_SYMBOL "no input sets the symbol '%s'"
+#define KILN_MSG_INPUT_VALUE_SYMBOLS "input '%s': %u value symbols, or a bounded one"
+#define KILN_MSG_CHECK_MALFORMED "check %u: a malformed program or no message"
+#define KILN_MSG_KILN_SESSION_RUN_CHECK "kiln_session_run: %s"
 #define KILN_MSG_OUT_OF_MEMORY_CREATING_A_SESSION "out of memory creating a session"
 #define KILN_MSG_KILN_SESSION_RUN_INPUT_AXIS_IS \
   "kiln_session_run: input '%s' axis %u is %lld, but '%s' is %lld in input '%s'"
@@ -349,6 +352,9 @@
   M(INPUT_HAS_AXIS_SYMBOLS)                      \
   M(INPUT_AXIS_SYMBOL_NOT_LAID_OUT)              \
   M(NO_INPUT_SETS_THE_SYMBOL)                    \
+  M(INPUT_VALUE_SYMBOLS)                         \
+  M(CHECK_MALFORMED)                             \
+  M(KILN_SESSION_RUN_CHECK)                      \
   M(OUT_OF_MEMORY_CREATING_A_SESSION)            \
   M(KILN_SESSION_RUN_INPUT_AXIS_IS)              \
   M(KILN_SESSION_RUN_OUTPUT_LEAVES_ITS)          \

@@ -45,6 +45,19 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
         8 * (uint64_t)field_vector(R, io_table(ld, 1, i), KILN_ABI_TENSOR_INFO_EXTENTS, 8, &pos) +
         4 * (uint64_t)m->outputs[i].rank + 16;
   bytes += 4 * (uint64_t)m->input_dims;
+  for (uint32_t i = 0; i < m->num_inputs; ++i)
+    bytes += 4 * (uint64_t)field_vector(R, io_table(ld, 0, i), KILN_ABI_TENSOR_INFO_VALUE_SYMBOLS,
+                                        4, &pos) +
+             8;
+  uint64_t checks;
+  uint32_t nc = field_vector(R, ld->root, KILN_ABI_PACKAGE_CHECKS, 4, &checks);
+  if (nc > KILN_ABI_MAX_CHECKS) return kiln_invalid(KM(CHECK_MALFORMED), nc);
+  for (uint32_t c = 0; c < nc; ++c) {
+    uint64_t t = fbr_table_at(R, checks, c);
+    bytes += 8 * (uint64_t)field_vector(R, t, KILN_ABI_CHECK_CODE, 8, &pos) + 8 +
+             field_vector(R, t, KILN_ABI_CHECK_MESSAGE, 1, &pos);
+  }
+  bytes += 8;
   for (uint32_t k = 0; k < n; ++k)
     bytes += 1 + field_vector(R, fbr_table_at(R, data, k), KILN_ABI_SYMBOL_NAME, 1, &pos);
   KILN_FB_CHECK(R);
@@ -58,7 +71,7 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
     lo[k] = (int64_t)kiln_fb_u64_field(R, t, KILN_ABI_SYMBOL_MIN);
     hi[k] = (int64_t)kiln_fb_u64_field(R, t, KILN_ABI_SYMBOL_MAX);
     KILN_FB_CHECK(R);
-    if (!name || lo[k] < 0 || lo[k] > hi[k])
+    if (!name || lo[k] > hi[k]) /* (a value symbol may be negative; an axis's not: below) */
       return kiln_invalid(KM(SYMBOL_HAS_NO_NAME_OR_THE), k, (long long)lo[k], (long long)hi[k]);
     m->symbols[k].min = lo[k];
     m->symbols[k].max = hi[k];
@@ -107,12 +120,54 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
     p += 4 * (size_t)k;
     for (uint32_t a = 0; a < k; ++a) {
       int32_t s = syms[a];
-      if (s < -1 || s >= (int32_t)n || (s >= 0 && d->shape[a] != hi[s]))
+      if (s < -1 || s >= (int32_t)n || (s >= 0 && (d->shape[a] != hi[s] || lo[s] < 0)))
         return kiln_invalid(KM(INPUT_AXIS_SYMBOL_NOT_LAID_OUT), d->name, a, s);
       if (s >= 0) set[s] = 1;
     }
     d->axis_symbols = syms;
   }
+  /* Shape operands fed as inputs: each element's value sets a symbol (a static int32 or int64
+   * input, one symbol per element). */
+  for (uint32_t i = 0; i < m->num_inputs; ++i) {
+    kiln_tensor_desc* d = &m->inputs[i];
+    uint32_t k = field_vector(R, io_table(ld, 0, i), KILN_ABI_TENSOR_INFO_VALUE_SYMBOLS, 4, &pos);
+    KILN_FB_CHECK(R);
+    if (!k) continue;
+    size_t es = d->dtype == KILN_DTYPE_INT64 ? 8 : d->dtype == KILN_DTYPE_INT32 ? 4 : 0;
+    int bad = !es || d->axis_symbols || d->size_bytes != es * k;
+    p += (8 - (uintptr_t)p % 8) % 8;
+    int32_t* syms = (int32_t*)p;
+    memcpy(syms, m->buf + pos, 4 * (size_t)k);
+    p += 4 * (size_t)k;
+    for (uint32_t e = 0; e < k && !bad; ++e) {
+      bad = syms[e] < 0 || syms[e] >= (int32_t)n || lo[syms[e]] != INT64_MIN ||
+            hi[syms[e]] != INT64_MAX;
+      if (!bad) set[syms[e]] = 1;
+    }
+    if (bad) return kiln_invalid(KM(INPUT_VALUE_SYMBOLS), d->name, k);
+    d->value_symbols = syms;
+  }
+  /* The checks: well-formed programs over the symbols (value symbols range over all of int64, so
+   * only the form is checked here: their values are checked at run), each with a message. */
+  for (uint32_t c = 0; c < nc; ++c) {
+    uint64_t t = fbr_table_at(R, checks, c), at;
+    uint32_t l = field_vector(R, t, KILN_ABI_CHECK_CODE, 8, &pos);
+    uint32_t ml = field_vector(R, t, KILN_ABI_CHECK_MESSAGE, 1, &at);
+    KILN_FB_CHECK(R);
+    int64_t v;
+    p += (8 - (uintptr_t)p % 8) % 8;
+    memcpy(p, m->buf + pos, 8 * (size_t)l);
+    if (!ml || l > KILN_ABI_MAX_EXTENT_PROGRAM || kiln_extent_eval((int64_t*)p, l, NULL, n, &v))
+      return kiln_invalid(KM(CHECK_MALFORMED), c);
+    m->check_code[c] = (const int64_t*)p;
+    m->check_len[c] = l;
+    p += 8 * (size_t)l;
+    memcpy(p, m->buf + at, ml);
+    p[ml] = 0;
+    m->check_messages[c] = (const char*)p;
+    p += ml + 1;
+  }
+  m->num_checks = nc;
   for (uint32_t k = 0; k < n; ++k) {
     if (!set[k]) return kiln_invalid(KM(NO_INPUT_SETS_THE_SYMBOL), m->symbols[k].name);
     size_t len = strlen(m->symbols[k].name) + 1;

@@ -46,6 +46,31 @@ kiln_status kiln_session_bind_symbols(kiln_session* s) {
       from[k] = i + 1;
     }
   }
+  /* Shape operands fed as inputs: each element's value sets its symbol (unbounded: the checks
+   * below say which values the package takes). */
+  for (uint32_t i = 0; i < m->num_inputs; ++i) {
+    const kiln_tensor_desc* t = &m->inputs[i];
+    const uint8_t* data = s->slot_ptr[t->slot];
+    size_t es = kiln_dtype_size((kiln_dtype)t->dtype);
+    for (uint32_t e = 0; t->value_symbols && e < t->size_bytes / es; ++e) {
+      int64_t v;
+      int32_t w;
+      if (es == 8) {
+        memcpy(&v, data + 8 * (size_t)e, 8);
+      } else {
+        memcpy(&w, data + 4 * (size_t)e, 4);
+        v = w;
+      }
+      s->vars[t->value_symbols[e]] = v;
+    }
+  }
+  /* What the package was compiled under: a shape operand gives the shape the model declares. */
+  for (uint32_t c = 0; c < m->num_checks; ++c) {
+    int64_t holds;
+    if (kiln_extent_eval(m->check_code[c], m->check_len[c], s->vars, m->num_symbols, &holds) ||
+        !holds)
+      return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_CHECK), m->check_messages[c]);
+  }
   for (uint32_t i = 0; i < m->num_outputs && m->num_symbols; ++i) {
     const kiln_tensor_desc* t = &m->outputs[i];
     for (uint32_t a = 0; t->extent_code && a < t->rank; ++a) {

@@ -14,13 +14,14 @@ int kiln_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars, uin
       int64_t v = code[++pc];
       if (op == KILN_ABI_EXTENT_VAR) {
         if (v < 0 || (uint64_t)v >= num_vars) return 1;
-        v = vars[v];
+        v = vars ? vars[v] : 0;
       }
       stack[depth++] = v;
       continue;
     }
     if (depth < 2) return 1;
-    int64_t b = stack[--depth], a = stack[depth - 1], r;
+    int64_t b = stack[--depth], a = stack[depth - 1], r = 0;
+    if (!vars && op >= KILN_ABI_EXTENT_ADD && op <= KILN_ABI_EXTENT_LT) continue;
     switch (op) {
       case KILN_ABI_EXTENT_ADD:
         if (__builtin_add_overflow(a, b, &r)) return 1;
@@ -41,6 +42,12 @@ int kiln_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars, uin
         break;
       case KILN_ABI_EXTENT_MIN:
         r = b < a ? b : a;
+        break;
+      case KILN_ABI_EXTENT_EQ:
+        r = a == b;
+        break;
+      case KILN_ABI_EXTENT_LT:
+        r = a < b;
         break;
       default:
         return 1;

@@ -4,6 +4,7 @@
 // memory outside the package's slots. One test per hole of issue #13.
 #include <elf.h>
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -461,6 +462,90 @@ TEST(CraftedPackage, APinnedDigestAcceptsOnlyThatPackage) {
   Result r = load_and_run(net(), 1, &mo);
   EXPECT_EQ(r.status, KILN_SIGNATURE_INVALID) << r.message;
   EXPECT_NE(r.message.find("pinned"), std::string::npos) << r.message;
+}
+
+// Format 2.5: a Reshape whose shape is a model input (value symbols, checks). x [2, 3, 4] to the
+// declared [2, 4, 3].
+std::vector<uint8_t> run_time_reshape() {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("reshape");
+  auto tensor = [](onnx::ValueInfoProto* v, const char* name, int type, std::vector<int64_t> d) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    for (int64_t x : d) t->mutable_shape()->add_dim()->set_dim_value(x);
+  };
+  tensor(g.add_input(), "x", onnx::TensorProto::FLOAT, {2, 3, 4});
+  tensor(g.add_input(), "shape", onnx::TensorProto::INT64, {3});
+  tensor(g.add_output(), "y", onnx::TensorProto::FLOAT, {2, 4, 3});
+  onnx::NodeProto& n = *g.add_node();
+  n.set_op_type("Reshape");
+  n.set_name("r");
+  n.add_input("x");
+  n.add_input("shape");
+  n.add_output("y");
+  auto path = std::filesystem::temp_directory_path() /
+              ("kiln_crafted_" + std::to_string(::getpid()) + ".onnx");
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  CompileOptions o;
+  o.provenance_flags = {"--test"};
+  std::vector<uint8_t> pkg = compile(path.string(), o).package;
+  std::filesystem::remove(path);
+  return pkg;
+}
+
+Result run_reshape(const std::vector<uint8_t>& pkg, std::vector<int64_t> shape) {
+  std::vector<uint8_t> store(pkg.size() + 64);
+  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+  std::memcpy(data, pkg.data(), pkg.size());
+  kiln_model* m = nullptr;
+  kiln_session* s = nullptr;
+  kiln_status st = kiln_model_load_memory(data, pkg.size(), nullptr, &m);
+  if (st == KILN_OK) st = kiln_session_create(m, nullptr, &s);
+  std::vector<float> x(24, 1.0f);
+  if (st == KILN_OK) st = kiln_session_set_input(s, 0, KILN_DTYPE_FLOAT32, x.data(), 96);
+  if (st == KILN_OK) st = kiln_session_set_input(s, 1, KILN_DTYPE_INT64, shape.data(), 24);
+  if (st == KILN_OK) st = kiln_session_run(s);
+  Result r{st, st ? kiln_last_error_message() : ""};
+  kiln_session_release(s);
+  kiln_model_release(m);
+  return r;
+}
+
+TEST(CraftedPackage, AShapeInputIsCheckedAtEveryRun) {
+  const std::vector<uint8_t> pkg = run_time_reshape();
+  EXPECT_EQ(run_reshape(pkg, {2, 4, 3}).status, KILN_OK);
+  EXPECT_EQ(run_reshape(pkg, {0, -1, 3}).status, KILN_OK);
+  Result r = run_reshape(pkg, {4, 2, 3});
+  EXPECT_EQ(r.status, KILN_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("node 'r' (Reshape, opset 13): input 'shape' must give the shape"),
+            std::string::npos)
+      << r.message;
+}
+
+TEST(CraftedPackage, MalformedChecksAndValueSymbolsAreRefused) {
+  const std::vector<uint8_t> pkg = run_time_reshape();
+  ASSERT_FALSE(fb::GetPackage(pkg.data())->checks()->size() == 0);
+  expect_refused(craft(pkg, [](fb::PackageT& p) { p.checks[0]->code.push_back(0); }),
+                 "check 0: a malformed program");
+  expect_refused(craft(pkg, [](fb::PackageT& p) { p.checks[0]->code = {1, 99}; }),
+                 "check 0: a malformed program");
+  expect_refused(craft(pkg, [](fb::PackageT& p) { p.checks[1]->message.clear(); }),
+                 "check 1: a malformed program or no message");
+  // A bounded value symbol would be a bound the runtime never checks: refused.
+  expect_refused(craft(pkg, [](fb::PackageT& p) { p.symbols[0]->min = 0; }),
+                 "input 'shape': 3 value symbols, or a bounded one");
+  expect_refused(craft(pkg, [](fb::PackageT& p) { p.inputs[1]->value_symbols.pop_back(); }),
+                 "input 'shape': 2 value symbols");
+  expect_refused(craft(pkg, [](fb::PackageT& p) { p.inputs[0]->value_symbols = {0}; }),
+                 "input 'x': 1 value symbols");
+  // Without its checks the package loads (they are optional) and takes any shape value: the
+  // checks are what a signature or pinned digest protects.
+  EXPECT_EQ(run_reshape(craft(pkg, [](fb::PackageT& p) { p.checks.clear(); }), {4, 2, 3}).status,
+            KILN_OK);
 }
 
 }  // namespace

@@ -78,11 +78,28 @@ class NodeContext {
   int output_type(size_t i) const;
   int value_type(const std::string& name) const;
 
+  // ---- shape operands fed at run time (run_time_operands.h) ----
+  // Input i's elements as symbols (DEFINE_VARs) read from its values when the package runs, when
+  // it is a model input of int32 or int64 elements with a static shape; empty when it is a
+  // compile-time constant. Throws as const_input does (suggesting --freeze) when it is computed
+  // from model inputs.
+  std::vector<const UOp*> run_time_ints(size_t i);
+  // The static shape the model declares for output `out` (its graph output or value_info type,
+  // dim parameters bound by --dim NAME=N). Throws Unsupported, suggesting --freeze, when it
+  // declares none: input `operand`, read at run time, cannot then give the shape.
+  Shape declared_shape(size_t out, size_t operand);
+  // The run fails unless `holds` (over run_time_ints' symbols); `what` completes "node '...'
+  // (Op, opset N): input 'x' ...".
+  void require(const UOp* holds, size_t operand, const std::string& what);
+
   // A new weight holding `a` (named after the node).
   Tensor constant(NDArray a);
   Tensor scalar(double v, DType d);
 
   [[noreturn]] void unsupported(const std::string& why) const;
+  // Unsupported while input `operand`, a model input, is read at run time: `why` the value cannot
+  // be decided from the model; the error suggests --freeze.
+  [[noreturn]] void needs_freeze(size_t operand, const std::string& why) const;
   [[noreturn]] void invalid(const std::string& why) const;
 
  private:
@@ -113,6 +130,9 @@ void register_text_ops(OpRegistry& r);
 void register_unpool_ops(OpRegistry& r);
 
 const OpRegistry& op_registry();
+
+// "node 'name' (Op, opset N)", for messages.
+std::string node_where(const onnx::NodeProto& node, int opset);
 
 // Helpers shared by the families.
 int64_t norm_axis(int64_t axis, int64_t rank, const NodeContext& n);

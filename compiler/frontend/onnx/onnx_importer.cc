@@ -42,6 +42,8 @@ class Importer {
   EagerEvaluator eval_;
   std::unordered_map<std::string, Tensor> values_;
   std::unordered_map<std::string, int> types_;  // value name -> element type (shape inference)
+  // value name -> the tensor type the model declares (graph outputs, value_info)
+  std::unordered_map<std::string, const onnx::TypeProto_Tensor*> declared_;
   std::unordered_map<const UOp*, bool> const_only_;
   std::unordered_map<const UOp*, std::string> first_input_;
   int64_t unrolled_nodes_ = 0;  // nodes added by bodies built inline (OnnxImportOptions)
@@ -61,8 +63,13 @@ class Importer {
     return first_input_[u] = "";
   }
 
+  std::unordered_map<const UOp*, NDArray> empty_values_;
+
   const NDArray& const_value(const Tensor& t, const NodeContext& n, size_t input) {
     std::string dep = depends_on_input(t.uop());
+    // No elements: the value is known whatever the inputs hold (an empty `axes` fed as input).
+    if (!dep.empty() && t.numel() == 0)
+      return empty_values_.try_emplace(t.uop(), NDArray(t.dtype(), t.shape())).first->second;
     if (!dep.empty())
       throw Unsupported(
           "input " + std::to_string(input) + " ('" + n.node().input(static_cast<int>(input)) +
@@ -302,6 +309,35 @@ int NodeContext::output_type(size_t i) const {
   return it == imp_.types_.end() ? -1 : it->second;
 }
 
+Shape NodeContext::declared_shape(size_t out, size_t operand) {
+  const std::string& in = node_.input(static_cast<int>(operand));
+  std::string why = "input " + std::to_string(operand) + " ('" + in +
+                    "') depends on the model input '" + in +
+                    "' and is read at run time, so the model must declare the output's shape; "
+                    "output " +
+                    std::to_string(out) + " ";
+  auto fail = [&](const std::string& what) {
+    throw Unsupported(why + what + " (freezing '" + in +
+                          "', giving its value at compile time, makes that input a constant)",
+                      {Option::Freeze});
+  };
+  if (out >= num_outputs() || node_.output(static_cast<int>(out)).empty()) fail("is not used");
+  auto it = imp_.declared_.find(node_.output(static_cast<int>(out)));
+  if (it == imp_.declared_.end()) fail("has no declared shape");
+  Shape s;
+  for (const auto& d : it->second->shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      s.push_back(d.dim_value());
+    } else if (auto b = imp_.opts_.dims.find(d.dim_param());
+               d.has_dim_param() && b != imp_.opts_.dims.end()) {
+      s.push_back(b->second);
+    } else {
+      fail("has a dim that is not static");
+    }
+  }
+  return s;
+}
+
 Tensor NodeContext::constant(NDArray a) {
   std::string base = node_.output_size() && !node_.output(0).empty() ? node_.output(0) : name_;
   return Tensor::weight(imp_.g_, imp_.g_.fresh_name(base), std::move(a));
@@ -315,6 +351,13 @@ Tensor NodeContext::scalar(double v, DType d) {
 
 void NodeContext::unsupported(const std::string& why) const {
   throw Unsupported(why);
+}
+void NodeContext::needs_freeze(size_t operand, const std::string& why) const {
+  const std::string& in = node_.input(static_cast<int>(operand));
+  throw Unsupported("input " + std::to_string(operand) + " ('" + in +
+                        "') depends on the model input '" + in + "' and is read at run time: " +
+                        why + " (freezing '" + in + "', giving its value at compile time, decides)",
+                    {Option::Freeze});
 }
 void NodeContext::invalid(const std::string& why) const {
   throw Error(why);
@@ -468,6 +511,10 @@ void Importer::run(onnx::ModelProto& m) {
     if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();
   for (const auto& vi : graph.output())
     if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();
+  for (const auto* list : {&graph.value_info(), &graph.output()})
+    for (const auto& vi : *list)
+      if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+        declared_[vi.name()] = &vi.type().tensor_type();
 
   std::unordered_map<std::string, const onnx::TensorProto*> inits;
   for (const auto& t : graph.initializer()) inits[t.name()] = &t;

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/frontend/onnx/run_time_operands.h"
 #include "compiler/tensor/indexing.h"
 
 namespace kiln::onnxfe {
@@ -74,7 +75,8 @@ void register_misc_ops(OpRegistry& r) {
     return V{n.constant(make_array(dtypes::int64, {}, {static_cast<double>(n.input(0).numel())}))};
   };
   r["ConstantOfShape"] = [](NodeContext& n) {
-    std::vector<int64_t> s = n.const_ints(0);
+    std::vector<int64_t> s =
+        ints_or_declared(n, 0, 0, [](const Shape& d) { return d; }, "the output shape");
     NDArray v(dtypes::float32, {1});
     if (const onnx::TensorProto* t = n.attr_tensor("value")) v = tensor_data(*t, ".");
     if (v.numel() != 1) n.invalid("value must hold one element");
@@ -136,8 +138,13 @@ void register_misc_ops(OpRegistry& r) {
   };
   r["TopK"] = [](NodeContext& n) {
     Tensor x = n.input(0);
-    int64_t k = n.opset() >= 10 ? n.const_ints(1).at(0) : n.attr_int("k");
     int64_t axis = norm_axis(n.attr_int("axis", -1), x.ndim(), n);
+    auto k_of = [&](const Shape& d) {
+      if (static_cast<int64_t>(d.size()) != x.ndim())
+        n.invalid("the declared output's rank differs from the input's");
+      return std::vector<int64_t>{d[static_cast<size_t>(axis)]};
+    };
+    int64_t k = n.opset() >= 10 ? ints_or_declared(n, 1, 0, k_of, "the k").at(0) : n.attr_int("k");
     bool largest = n.attr_int("largest", 1) != 0;
     if (k < 0 || k > x.dim(axis)) n.invalid("k is out of range");
     std::vector<int64_t> perm;

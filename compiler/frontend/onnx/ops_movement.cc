@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/frontend/onnx/run_time_operands.h"
 #include "compiler/tensor/indexing.h"
 
 namespace kiln::onnxfe {
@@ -150,14 +151,69 @@ Tensor pad_mode(NodeContext& n, const Tensor& x, const std::vector<int64_t>& pad
   return y;
 }
 
+using V0 = std::vector<const UOp*>;
+
+// Reshape to a shape read at run time (v): the declared output shape, each element checked to
+// give its dim (the dim itself; 0 where it copies the input's equal dim; -1, at most once, whose
+// inferred size is then the dim).
+Shape run_time_reshape(NodeContext& n, const Tensor& x, const V0& v, bool allowzero) {
+  Shape d = n.declared_shape(0, 1);
+  if (d.size() != v.size())
+    n.invalid("the shape input has " + std::to_string(v.size()) +
+              " elements, the declared output rank " + std::to_string(d.size()));
+  if (shape_numel(d) != x.numel())
+    n.invalid("the declared output " + shape_str(d) + " does not hold the input's " +
+              std::to_string(x.numel()) + " elements");
+  std::vector<std::vector<int64_t>> allowed;
+  const UOp* minus_ones = nullptr;
+  for (size_t j = 0; j < d.size(); ++j) {
+    allowed.push_back({d[j]});
+    if (!allowzero && static_cast<int64_t>(j) < x.ndim() && x.dim(static_cast<int64_t>(j)) == d[j])
+      allowed.back().push_back(0);
+    if (x.numel() > 0) allowed.back().push_back(-1);
+    const UOp* m = v[j]->eq(v[j]->const_like(int64_t{-1}))->cast(dtypes::index);
+    minus_ones = minus_ones ? minus_ones->add(m) : m;
+  }
+  std::string what = "must give the shape " + shape_str(d) +
+                     " the package was compiled for (the model's declared output shape)";
+  require_values(n, 1, v, allowed, what);
+  n.require(minus_ones->lt(minus_ones->const_like(int64_t{2})), 1, what + " (one -1 at most)");
+  return d;
+}
+
+// Unsqueeze or Squeeze with axes read at run time: the declared output, its axes checked.
+Tensor run_time_squeeze(NodeContext& n, const Tensor& x, const V0& v, bool unsqueeze) {
+  Shape d = n.declared_shape(0, 1);
+  int64_t rank = unsqueeze ? x.ndim() + static_cast<int64_t>(v.size()) : x.ndim();
+  auto gives = [&](const std::vector<int64_t>& axes) {
+    Shape s;
+    for (int64_t i = 0, src = 0; i < rank; ++i) {
+      bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
+      if (unsqueeze) {
+        s.push_back(listed ? 1 : x.dim(src++));
+      } else if (!listed) {
+        s.push_back(x.dim(i));
+      } else if (x.dim(i) != 1) {
+        return false;
+      }
+    }
+    return s == d;
+  };
+  run_time_axes(n, 1, v, rank, gives,
+                "must give the shape " + shape_str(d) + " the package was compiled for");
+  return x.reshape(d);
+}
+
 }  // namespace
 
 void register_movement_ops(OpRegistry& r) {
   r["Identity"] = [](NodeContext& n) { return V{n.input(0)}; };
   r["Reshape"] = [](NodeContext& n) {
     Tensor x = n.input(0);
-    std::vector<int64_t> s = n.opset() >= 5 ? n.const_ints(1) : n.attr_ints("shape");
     bool allowzero = n.attr_int("allowzero", 0) != 0;
+    if (std::vector<const UOp*> v = n.opset() >= 5 ? n.run_time_ints(1) : V0{}; !v.empty())
+      return V{x.reshape(run_time_reshape(n, x, v, allowzero))};
+    std::vector<int64_t> s = n.opset() >= 5 ? n.const_ints(1) : n.attr_ints("shape");
     for (size_t i = 0; i < s.size(); ++i)
       if (s[i] == 0 && !allowzero) {
         if (static_cast<int64_t>(i) >= x.ndim()) n.invalid("shape has a 0 beyond the input's rank");
@@ -179,9 +235,15 @@ void register_movement_ops(OpRegistry& r) {
     std::iota(perm.rbegin(), perm.rend(), 0);
     return V{x.permute(n.attr_ints("perm", perm))};
   };
-  r["Squeeze"] = [](NodeContext& n) { return V{n.input(0).squeeze(axes_input_or_attr(n, 13))}; };
+  r["Squeeze"] = [](NodeContext& n) {
+    if (V0 v = n.opset() >= 13 && n.has_input(1) ? n.run_time_ints(1) : V0{}; !v.empty())
+      return V{run_time_squeeze(n, n.input(0), v, false)};
+    return V{n.input(0).squeeze(axes_input_or_attr(n, 13))};
+  };
   r["Unsqueeze"] = [](NodeContext& n) {
     Tensor x = n.input(0);
+    if (V0 v = n.opset() >= 13 && n.has_input(1) ? n.run_time_ints(1) : V0{}; !v.empty())
+      return V{run_time_squeeze(n, x, v, true)};
     std::vector<int64_t> axes = axes_input_or_attr(n, 13);
     int64_t out_rank = x.ndim() + static_cast<int64_t>(axes.size());
     for (int64_t& a : axes) a = norm_axis(a, out_rank, n);
@@ -206,9 +268,27 @@ void register_movement_ops(OpRegistry& r) {
   r["Split"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     int64_t axis = norm_axis(n.attr_int("axis", 0), x.ndim(), n);
-    std::vector<int64_t> sizes = n.opset() >= 13
-                                     ? (n.has_input(1) ? n.const_ints(1) : std::vector<int64_t>{})
-                                     : n.attr_ints("split", std::vector<int64_t>{});
+    std::vector<int64_t> sizes;
+    if (V0 v = n.opset() >= 13 && n.has_input(1) ? n.run_time_ints(1) : V0{}; !v.empty()) {
+      // The declared outputs' sizes along the axis, each element checked to be its part's.
+      if (v.size() != n.num_outputs())
+        n.invalid("split has " + std::to_string(v.size()) + " sizes for " +
+                  std::to_string(n.num_outputs()) + " outputs");
+      std::vector<std::vector<int64_t>> allowed;
+      for (size_t o = 0; o < v.size(); ++o) {
+        Shape d = n.declared_shape(o, 1);
+        if (static_cast<int64_t>(d.size()) != x.ndim())
+          n.invalid("output " + std::to_string(o) + " is declared " + shape_str(d));
+        sizes.push_back(d[static_cast<size_t>(axis)]);
+        allowed.push_back({sizes.back()});
+      }
+      require_values(n, 1, v, allowed,
+                     "must split the input into the parts the package was compiled for (" +
+                         shape_str(sizes) + " along axis " + std::to_string(axis) + ")");
+      return split(x, axis, sizes);
+    }
+    sizes = n.opset() >= 13 ? (n.has_input(1) ? n.const_ints(1) : std::vector<int64_t>{})
+                            : n.attr_ints("split", std::vector<int64_t>{});
     if (sizes.empty()) {
       int64_t parts = static_cast<int64_t>(n.num_outputs()), len = x.dim(axis);
       int64_t each = (len + parts - 1) / parts;
@@ -339,10 +419,48 @@ void register_movement_ops(OpRegistry& r) {
   };
   r["Expand"] = [](NodeContext& n) {
     Tensor x = n.input(0);
+    if (V0 v = n.run_time_ints(1); !v.empty()) {
+      // Each element is the declared dim, or 1 where the input's aligned dim is the dim.
+      Shape d = n.declared_shape(0, 1);
+      if (d.size() < v.size() || d.size() < x.shape().size())
+        n.invalid("the declared output " + shape_str(d) + " has too few dims");
+      std::vector<std::vector<int64_t>> allowed;
+      for (size_t j = 0; j < v.size(); ++j) {
+        size_t at = d.size() - v.size() + j;  // the output axis
+        int64_t xi = static_cast<int64_t>(at) - static_cast<int64_t>(d.size() - x.shape().size());
+        allowed.push_back({d[at]});
+        if (xi >= 0 && x.dim(xi) == d[at]) allowed.back().push_back(1);
+      }
+      require_values(n, 1, v, allowed,
+                     "must broadcast the input to " + shape_str(d) +
+                         ", the shape the package was compiled for");
+      return V{x.expand(d)};
+    }
     std::vector<int64_t> s = n.const_ints(1);
     return V{x.expand(broadcast_shapes(x.shape(), s, "Expand"))};
   };
-  r["Tile"] = [](NodeContext& n) { return V{tile(n.input(0), n.const_ints(1))}; };
+  r["Tile"] = [](NodeContext& n) {
+    Tensor x = n.input(0);
+    if (V0 v = n.run_time_ints(1); !v.empty()) {
+      Shape d = n.declared_shape(0, 1);
+      if (v.size() != x.shape().size() || d.size() != v.size())
+        n.invalid("repeats, the input and the declared output differ in rank");
+      std::vector<int64_t> reps;
+      std::vector<std::vector<int64_t>> allowed;
+      for (size_t j = 0; j < v.size(); ++j) {
+        int64_t xi = x.shape()[j];
+        if (xi == 0 ? d[j] != 0 : d[j] % xi != 0)
+          n.invalid("the declared output " + shape_str(d) + " is no tiling of the input");
+        reps.push_back(xi == 0 ? 0 : d[j] / xi);
+        allowed.push_back({reps.back()});
+      }
+      require_values(
+          n, 1, v, allowed,
+          "must repeat the input to " + shape_str(d) + ", the shape the package was compiled for");
+      return V{tile(x, reps)};
+    }
+    return V{tile(x, n.const_ints(1))};
+  };
   r["Pad"] = [](NodeContext& n) {
     Tensor x = n.input(0);
     std::string mode = n.attr_string("mode", "constant");

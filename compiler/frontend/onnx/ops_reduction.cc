@@ -1,8 +1,10 @@
 // Reductions, arg-reductions, softmax and friends, cumulative sums.
+#include <algorithm>
 #include <limits>
 #include <numeric>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/frontend/onnx/run_time_operands.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/nn.h"
 
@@ -19,10 +21,47 @@ struct Axes {
   bool noop = false;
 };
 
+// Axes read at run time: the candidates that give the declared output must reduce the same
+// axes (they may differ in axes of size 1, which reducing leaves as they are).
+std::vector<int64_t> run_time_reduce_axes(NodeContext& n, const std::vector<const UOp*>& v) {
+  const Tensor& x = n.input(0);
+  bool keep = n.attr_int("keepdims", 1) != 0;
+  Shape d = n.declared_shape(0, 1);
+  auto reduced = [&](const std::vector<int64_t>& axes) {
+    Shape s;
+    for (int64_t i = 0; i < x.ndim(); ++i)
+      if (std::find(axes.begin(), axes.end(), i) == axes.end())
+        s.push_back(x.dim(i));
+      else if (keep)
+        s.push_back(1);
+    return s;
+  };
+  auto wide = [&](const std::vector<int64_t>& axes) {
+    std::vector<int64_t> w;
+    for (int64_t a : axes)
+      if (x.dim(a) != 1) w.push_back(a);
+    return w;
+  };
+  std::vector<std::vector<int64_t>> c = run_time_axes(
+      n, 1, v, x.ndim(), [&](const std::vector<int64_t>& axes) { return reduced(axes) == d; },
+      "must give the axes that reduce to " + shape_str(d) +
+          ", the shape the package was "
+          "compiled for");
+  for (const auto& axes : c)
+    if (wide(axes) != wide(c[0]))
+      n.needs_freeze(1, "reducing axes " + shape_str(c[0]) + " or " + shape_str(axes) +
+                            " both give the declared output " + shape_str(d));
+  return c[0];
+}
+
 Axes reduce_axes(NodeContext& n, bool axes_as_input) {
   Axes a;
   if (axes_as_input) {
-    if (n.has_input(1)) a.axes = n.const_ints(1);
+    std::vector<const UOp*> v = n.has_input(1) ? n.run_time_ints(1) : std::vector<const UOp*>{};
+    if (!v.empty())
+      a.axes = run_time_reduce_axes(n, v);
+    else if (n.has_input(1))
+      a.axes = n.const_ints(1);
   } else {
     a.axes = n.attr_ints("axes", std::vector<int64_t>{});
   }

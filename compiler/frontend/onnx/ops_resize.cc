@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/frontend/onnx/run_time_operands.h"
 
 namespace kiln::onnxfe {
 
@@ -247,7 +248,8 @@ V resize_op(NodeContext& n) {
     scales = n.const_floats(1);
   } else {
     if (n.has_input(2)) scales = n.const_floats(2);
-    if (n.has_input(3)) sizes = n.const_ints(3);
+    if (n.has_input(3))
+      sizes = ints_or_declared(n, 3, 0, [](const Shape& d) { return d; }, "the output sizes");
     if (m.transform == "tf_crop_and_resize") {
       if (!n.has_input(1)) n.invalid("tf_crop_and_resize needs roi");
       roi = n.const_floats(1);

@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/frontend/onnx/run_time_operands.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/linalg.h"
 
@@ -105,8 +106,7 @@ V stft(NodeContext& n) {
   if (!x.dtype().is_float()) n.invalid("the signal must be floating point");
   if (x.ndim() != 3)
     n.invalid("the signal must be (batch, length, 1 or 2), got " + shape_str(x.shape()));
-  std::vector<int64_t> step = n.const_ints(1);
-  if (step.size() != 1 || step[0] < 1) n.invalid("frame_step must be one positive value");
+  bool onesided = n.attr_int("onesided", 1) != 0;
   Tensor window;
   int64_t frame = -1;
   if (n.has_input(2)) {
@@ -114,7 +114,47 @@ V stft(NodeContext& n) {
     if (window.ndim() != 1) n.invalid("window must be 1-D");
     frame = window.dim(0);
   }
-  if (n.has_input(3)) {
+  std::vector<const UOp*> step_v = n.run_time_ints(1), frame_v;
+  if (n.has_input(3)) frame_v = n.run_time_ints(3);
+  std::vector<int64_t> step;
+  if (!step_v.empty() || !frame_v.empty()) {
+    // Read at run time: the one (frame_length, frame_step) that gives the declared output
+    // (batch, frames, bins, 2); the run fails unless the inputs hold it.
+    Shape d = n.declared_shape(0, step_v.empty() ? 3 : 1);
+    if (d.size() != 4) n.invalid("the declared output is not (batch, frames, bins, 2)");
+    std::vector<int64_t> lens;
+    if (frame >= 0 && frame_v.empty() && n.has_input(3)) frame = n.const_ints(3).at(0);
+    if (frame >= 0)
+      lens = {frame};
+    else if (onesided)
+      lens = {2 * (d[2] - 1), 2 * (d[2] - 1) + 1};
+    else
+      lens = {d[2]};
+    std::vector<int64_t> steps = step_v.empty() ? n.const_ints(1) : std::vector<int64_t>{};
+    std::vector<std::pair<int64_t, int64_t>> fits;
+    for (int64_t l : lens)
+      for (int64_t st = 1; l >= 1 && l <= x.dim(1) && st <= x.dim(1); ++st)
+        if ((steps.empty() || steps.at(0) == st) && (x.dim(1) - l) / st + 1 == d[1] &&
+            (onesided ? l / 2 + 1 : l) == d[2])
+          fits.push_back({l, st});
+    if (fits.size() != 1)
+      n.needs_freeze(step_v.empty() ? 3 : 1,
+                     std::to_string(fits.size()) +
+                         " pairs of frame_length and frame_step give the declared output " +
+                         shape_str(d));
+    frame = fits[0].first;
+    step = {fits[0].second};
+    std::string what = "must give frame_length " + std::to_string(frame) + " and frame_step " +
+                       std::to_string(step[0]) +
+                       ", which the package was compiled for (the model's declared output " +
+                       shape_str(d) + ")";
+    if (!step_v.empty()) require_values(n, 1, step_v, {{step[0]}}, what);
+    if (!frame_v.empty()) require_values(n, 3, frame_v, {{frame}}, what);
+  } else {
+    step = n.const_ints(1);
+  }
+  if (step.size() != 1 || step[0] < 1) n.invalid("frame_step must be one positive value");
+  if (n.has_input(3) && frame_v.empty()) {
     std::vector<int64_t> f = n.const_ints(3);
     if (f.size() != 1 || f[0] < 1) n.invalid("frame_length must be one positive value");
     if (frame >= 0 && f[0] != frame)
@@ -126,7 +166,6 @@ V stft(NodeContext& n) {
   if (frame > x.dim(1))
     n.invalid("frame_length " + std::to_string(frame) + " exceeds the signal's length " +
               std::to_string(x.dim(1)));
-  bool onesided = n.attr_int("onesided", 1) != 0;
   auto [re, im] = parts(n, x, "the signal");
   if (onesided && im.valid()) n.invalid("onesided needs a real signal");
   // (batch, length) -> (batch, frames, frame)
@@ -140,9 +179,16 @@ V stft(NodeContext& n) {
   return V{complex_of(yr, yi)};
 }
 
-// Hann, Hamming and Blackman windows of a compile-time size.
+// Hann, Hamming and Blackman windows of a compile-time size (or, read at run time, the
+// declared output's).
 V window_fn(NodeContext& n, const std::vector<double>& cosines) {
-  std::vector<int64_t> size = n.const_ints(0);
+  std::vector<int64_t> size = ints_or_declared(
+      n, 0, 0,
+      [&](const Shape& d) {
+        if (d.size() != 1) n.invalid("the declared output is not 1-D");
+        return std::vector<int64_t>{d[0]};
+      },
+      "the size");
   if (size.size() != 1 || size[0] < 1) n.invalid("size must be one positive value");
   bool periodic = n.attr_int("periodic", 1) != 0;
   int64_t len = size[0];

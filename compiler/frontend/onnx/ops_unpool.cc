@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/frontend/onnx/run_time_operands.h"
 #include "compiler/tensor/indexing.h"
 
 namespace kiln::onnxfe {
@@ -92,7 +93,8 @@ V max_unpool(NodeContext& n) {
   }
   Tensor y = any.where(best, x.like(0.0));
   if (n.has_input(2)) {
-    std::vector<int64_t> want = n.const_ints(2);
+    std::vector<int64_t> want =
+        ints_or_declared(n, 2, 0, [](const Shape& d) { return d; }, "the output shape");
     if (want.size() != out.size())
       n.invalid("output_shape has " + std::to_string(want.size()) + " values for a rank-" +
                 std::to_string(out.size()) + " output");

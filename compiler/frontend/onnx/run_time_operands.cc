@@ -1,0 +1,154 @@
+// Shape operands fed at run time (docs/symbolic-shapes.md, "Shape operands at run time"): a
+// Reshape's shape, Unsqueeze's axes, TopK's k given as a model input, as the ONNX node tests do.
+// The node is compiled for the output shape the model declares; each element of the input becomes
+// a symbol read from its value when the package runs, and the package carries checks that refuse
+// (KILN_INVALID_ARGUMENT, naming the node and the input) values that would give another output.
+#include <algorithm>
+#include <climits>
+#include <functional>
+
+#include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/frontend/onnx/run_time_operands.h"
+#include "compiler/support/error.h"
+
+namespace kiln::onnxfe {
+
+namespace {
+
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Postfix words of a check (extent_program's form), to keep each within a package's limit.
+size_t program_words(const UOp* u) {
+  if (u->op == Op::CONST || u->op == Op::DEFINE_VAR) return 2;
+  if (u->op == Op::CAST) return program_words(u->src[0]);
+  size_t n = 1 + (u->op == Op::CMPNE || u->op == Op::XOR ? 3 : 0);
+  for (const UOp* s : u->src) n += program_words(s);
+  return n;
+}
+
+// Every k-element subset of `from` (sorted), in order.
+void subsets(const std::vector<int64_t>& from, size_t k, size_t at, std::vector<int64_t>& cur,
+             const std::function<void(const std::vector<int64_t>&)>& f) {
+  if (cur.size() == k) {
+    f(cur);
+    return;
+  }
+  for (size_t i = at; i + (k - cur.size()) <= from.size(); ++i) {
+    cur.push_back(from[i]);
+    subsets(from, k, i + 1, cur, f);
+    cur.pop_back();
+  }
+}
+
+}  // namespace
+
+void require_values(NodeContext& n, size_t operand, const std::vector<const UOp*>& v,
+                    const std::vector<std::vector<int64_t>>& allowed, const std::string& what) {
+  KILN_CHECK(v.size() == allowed.size(), "require_values: ", v.size(), " values, ", allowed.size(),
+             " sets");
+  for (size_t j = 0; j < v.size(); ++j) {
+    const UOp* holds = nullptr;
+    for (int64_t a : allowed[j]) {
+      const UOp* eq = v[j]->eq(v[j]->const_like(a));
+      holds = holds ? holds->logical_or(eq) : eq;
+    }
+    KILN_CHECK(holds, "require_values: no allowed value for element ", j);
+    n.require(holds, operand, what);
+  }
+}
+
+std::vector<int64_t> ints_or_declared(
+    NodeContext& n, size_t operand, size_t out,
+    const std::function<std::vector<int64_t>(const Shape&)>& from_declared,
+    const std::string& what) {
+  std::vector<const UOp*> v = n.run_time_ints(operand);
+  if (v.empty()) return n.const_ints(operand);
+  std::vector<int64_t> want = from_declared(n.declared_shape(out, operand));
+  if (want.size() != v.size())
+    n.invalid("input " + std::to_string(operand) + " has " + std::to_string(v.size()) +
+              " elements; the declared output gives " + std::to_string(want.size()));
+  std::vector<std::vector<int64_t>> allowed;
+  for (int64_t w : want) allowed.push_back({w});
+  require_values(n, operand, v, allowed,
+                 "must give " + list_str(want) + " (" + what +
+                     " the package was compiled for, from the model's declared output shape)");
+  return want;
+}
+
+std::vector<std::vector<int64_t>> run_time_axes(
+    NodeContext& n, size_t operand, const std::vector<const UOp*>& v, int64_t rank,
+    const std::function<bool(const std::vector<int64_t>&)>& gives_declared,
+    const std::string& what) {
+  const size_t k = v.size();
+  if (rank > 16 || static_cast<int64_t>(k) > rank)
+    n.unsupported("input " + std::to_string(operand) + " holds " + std::to_string(k) +
+                  " axes of a rank-" + std::to_string(rank) +
+                  " tensor read at run time (kiln reads at most 16, each axis once)");
+  std::vector<int64_t> all(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) all[static_cast<size_t>(i)] = i;
+  std::vector<std::vector<int64_t>> candidates;
+  std::vector<int64_t> cur;
+  subsets(all, k, 0, cur, [&](const std::vector<int64_t>& s) {
+    if (gives_declared(s)) candidates.push_back(s);
+  });
+  if (candidates.empty())
+    n.invalid("no " + std::to_string(k) + " axes give the declared output shape");
+  // The run-time axes are checked to be k distinct members of the candidates' union: that is
+  // exact only when every k-subset of the union is a candidate.
+  std::vector<int64_t> uni;
+  for (const auto& c : candidates) uni.insert(uni.end(), c.begin(), c.end());
+  std::sort(uni.begin(), uni.end());
+  uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
+  size_t closed = 0;
+  subsets(uni, k, 0, cur, [&](const std::vector<int64_t>& s) {
+    closed += std::find(candidates.begin(), candidates.end(), s) != candidates.end();
+  });
+  size_t total = 0;
+  subsets(uni, k, 0, cur, [&](const std::vector<int64_t>&) { ++total; });
+  if (closed != total)
+    n.needs_freeze(operand,
+                   "several choices of axes give the declared output shape, and not every mix "
+                   "of them does");
+  for (size_t j = 0; j < k; ++j) {
+    const UOp* holds = nullptr;
+    for (int64_t p : uni) {
+      const UOp* is =
+          v[j]->eq(v[j]->const_like(p))->logical_or(v[j]->eq(v[j]->const_like(p - rank)));
+      holds = holds ? holds->logical_or(is) : is;
+    }
+    if (program_words(holds) > 64)
+      n.unsupported("input " + std::to_string(operand) +
+                    ": the check of axes read at run time is longer than a package allows");
+    n.require(holds, operand, what + " (axes " + list_str(uni) + ", each once)");
+  }
+  // Two of them name the same axis when they differ by 0 or by the rank (both in [-rank, rank)).
+  for (size_t i = 0; i < k; ++i)
+    for (size_t j = i + 1; j < k; ++j)
+      n.require(v[i]->sub(v[j])->mod(rank)->ne(v[i]->const_like(int64_t{0})), operand,
+                what + " (each axis once)");
+  return candidates;
+}
+
+std::vector<const UOp*> NodeContext::run_time_ints(size_t i) {
+  if (input_is_const(i)) return {};
+  const UOp* u = input(i).uop();
+  if (u->op != Op::BUFFER || u->buffer().kind != BufferKind::Input) {
+    const_input(i);  // throws: computed from model inputs, it must be known at compile time
+    return {};
+  }
+  const std::vector<int>& syms = graph().value_symbols(u->buffer().name, INT64_MIN, INT64_MAX);
+  std::vector<const UOp*> vars;
+  for (int s : syms) vars.push_back(graph().symbol_var(s));
+  return vars;
+}
+
+void NodeContext::require(const UOp* holds, size_t operand, const std::string& what) {
+  graph().add_check(holds, node_where(node_, opset_) + ": input '" +
+                               node_.input(static_cast<int>(operand)) + "' " + what);
+}
+
+}  // namespace kiln::onnxfe

@@ -1,0 +1,34 @@
+// Checks for shape operands fed at run time (NodeContext::run_time_ints): the node is compiled
+// for the output shape the model declares, and these refuse run-time values that give another.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/frontend/onnx/onnx_context.h"
+
+namespace kiln::onnxfe {
+
+// The run fails unless every element v[j] is one of allowed[j]; `what` completes "input 'x' ...".
+void require_values(NodeContext& n, size_t operand, const std::vector<const UOp*>& v,
+                    const std::vector<std::vector<int64_t>>& allowed, const std::string& what);
+
+// Integer operand `operand`: its values when it is a compile-time constant; read at run time,
+// the values `from_declared` derives from output `out`'s declared shape, and the run fails unless
+// the input holds exactly those (`what` names them, completing "input 'x' must give ...").
+std::vector<int64_t> ints_or_declared(
+    NodeContext& n, size_t operand, size_t out,
+    const std::function<std::vector<int64_t>(const Shape&)>& from_declared,
+    const std::string& what);
+
+// Axes of a rank-`rank` tensor read at run time (Unsqueeze's, Squeeze's, a reduction's): the
+// sorted sets of v.size() axes for which `gives_declared` holds, the first being the one to
+// compile; the run fails unless the run-time axes (negative ones counting from the end) are
+// distinct members of their union. Refused when that union admits a set that is not a candidate.
+std::vector<std::vector<int64_t>> run_time_axes(
+    NodeContext& n, size_t operand, const std::vector<const UOp*>& v, int64_t rank,
+    const std::function<bool(const std::vector<int64_t>&)>& gives_declared,
+    const std::string& what);
+
+}  // namespace kiln::onnxfe

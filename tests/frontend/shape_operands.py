@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""Shape operands fed at run time (docs/symbolic-shapes.md, "Shape operands at run time"): a
+model input that gives a Reshape's shape, Unsqueeze's axes, Expand's shape, ConstantOfShape's
+shape, TopK's k or ReduceSum's axes. Each model is compiled once, without --freeze, for the
+output shape it declares; values that give that shape (every spelling of it: 0 and -1 in a
+Reshape, negative axes) match numpy, and values that give another shape fail the run with
+KILN_INVALID_ARGUMENT naming the node and the input, not a wrong answer.
+
+Usage: shape_operands.py KILNC KILN_RUN WORK_DIR
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+import onnx_case
+
+
+def model_of(op, inputs, out_shape, attrs=None, out_type=TensorProto.FLOAT, opset=13,
+             outputs=("y",)):
+    """One `op` node named after it; inputs are (name, elem_type, shape); every output declared
+    with out_shape."""
+    node = helper.make_node(op, [i[0] for i in inputs], list(outputs), name=f"the_{op.lower()}",
+                            **(attrs or {}))
+    g = helper.make_graph(
+        [node], op, [helper.make_tensor_value_info(*i) for i in inputs],
+        [helper.make_tensor_value_info(o, out_type if o == "y" else TensorProto.INT64, out_shape)
+         for o in outputs])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def run_fails(kiln_run, d, pkg, inputs, want, tag):
+    """kiln-run refuses `inputs` with an error containing every string in `want`."""
+    run_dir = os.path.join(d, tag)
+    os.makedirs(run_dir, exist_ok=True)
+    args = []
+    for k, v in inputs.items():
+        np.save(os.path.join(run_dir, f"{k}.npy"), v)
+        args += ["--input", f"{k}={os.path.join(run_dir, k + '.npy')}"]
+    r = subprocess.run([kiln_run, pkg, *args, "--output-dir", os.path.join(run_dir, "out")],
+                       capture_output=True, text=True)
+    return r.returncode != 0 and all(w in r.stderr for w in want), r.stderr.strip()
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit("usage: shape_operands.py KILNC KILN_RUN WORK_DIR")
+    kilnc, kiln_run, work = sys.argv[1:]
+    rng = np.random.default_rng(14)
+    ok = []
+
+    def check(label, good, detail=""):
+        print(f"{label}: {'ok' if good else 'FAILED'}" + ("" if good else f" ({detail})"))
+        ok.append(good)
+
+    def case(name, model, fixed, operand, good_values, ref, bad_values, want_words):
+        d = os.path.join(work, name)
+        pkg = onnx_case.compile_model(kilnc, d, model)
+        for i, v in enumerate(good_values):
+            got = onnx_case.run_package(kiln_run, d, pkg, model, {**fixed, operand: v},
+                                        f"good{i}")["y"]
+            want = ref(v)
+            check(f"{name} {operand}={v.tolist()}", got.shape == want.shape and
+                  np.allclose(got, want, rtol=1e-5, atol=1e-6), f"got {got.shape}")
+        for i, v in enumerate(bad_values):
+            good, err = run_fails(kiln_run, d, pkg, {**fixed, operand: v},
+                                  [f"node 'the_{model.graph.node[0].op_type.lower()}'",
+                                   f"input '{operand}'", *want_words], f"bad{i}")
+            check(f"{name} {operand}={v.tolist()} refused", good, err)
+
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    case("reshape", model_of("Reshape", [("x", TensorProto.FLOAT, x.shape),
+                                         ("shape", TensorProto.INT64, [3])], [2, 4, 3]),
+         {"x": x}, "shape",
+         [np.array(s, np.int64) for s in ([2, 4, 3], [0, 4, -1], [-1, 4, 3], [2, -1, 3])],
+         lambda s: np.reshape(x, [x.shape[i] if v == 0 else v for i, v in enumerate(s)]),
+         [np.array(s, np.int64) for s in ([4, 2, 3], [-1, -1, 3], [2, 4, 4])],
+         ["must give the shape (2,4,3)"])
+
+    case("unsqueeze", model_of("Unsqueeze", [("x", TensorProto.FLOAT, x.shape),
+                                             ("axes", TensorProto.INT64, [2])], [1, 2, 3, 1, 4]),
+         {"x": x}, "axes", [np.array(a, np.int64) for a in ([0, 3], [3, 0], [-5, -2])],
+         lambda a: np.expand_dims(x, tuple(int(v) for v in a)),
+         [np.array(a, np.int64) for a in ([0, 1], [3, 3], [0, 9])], ["must give the shape"])
+
+    case("expand", model_of("Expand", [("x", TensorProto.FLOAT, [3, 1]),
+                                       ("shape", TensorProto.INT64, [3])], [2, 3, 5]),
+         {"x": x[0, :, :1]}, "shape", [np.array(s, np.int64) for s in ([2, 3, 5], [2, 1, 5])],
+         lambda s: x[0, :, :1] * np.ones(s, np.float32),
+         [np.array([2, 3, 6], np.int64)], ["must broadcast the input to (2,3,5)"])
+
+    case("constant_of_shape",
+         model_of("ConstantOfShape", [("shape", TensorProto.INT64, [2])], [3, 5],
+                  {"value": helper.make_tensor("v", TensorProto.FLOAT, [1], [2.5])}),
+         {}, "shape", [np.array([3, 5], np.int64)], lambda s: np.full(s, 2.5, np.float32),
+         [np.array([5, 3], np.int64)], ["must give [3, 5]"])
+
+    case("top_k", model_of("TopK", [("x", TensorProto.FLOAT, [3, 4]),
+                                    ("k", TensorProto.INT64, [1])], [3, 2], {"axis": 1},
+                           outputs=("y", "i")),
+         {"x": x.reshape(6, 4)[:3]}, "k", [np.array([2], np.int64)],
+         lambda k: -np.sort(-x.reshape(6, 4)[:3], axis=1)[:, :2],
+         [np.array([3], np.int64), np.array([1], np.int64)], ["must give [2]"])
+
+    case("reduce_sum", model_of("ReduceSum", [("x", TensorProto.FLOAT, x.shape),
+                                              ("axes", TensorProto.INT64, [2])], [1, 3, 1]),
+         {"x": x}, "axes", [np.array(a, np.int64) for a in ([0, 2], [2, -3])],
+         lambda a: np.sum(x, axis=tuple(int(v) for v in a), keepdims=True),
+         [np.array(a, np.int64) for a in ([0, 1], [2, 2])], ["must give the axes"])
+
+    # Refused at compile time, nothing written: no static output shape to compile for, and
+    # axes the declared shape does not decide.
+    m = model_of("Reshape", [("x", TensorProto.FLOAT, x.shape),
+                             ("shape", TensorProto.INT64, [2])], ["rows", "cols"])
+    check("reshape without a static output", onnx_case.refused(
+        kilnc, os.path.join(work, "undeclared"), m, "the_reshape",
+        "so the model must declare the output's shape", "undeclared"))
+    m = model_of("ReduceSum", [("x", TensorProto.FLOAT, [2, 2]),
+                               ("axes", TensorProto.INT64, [1])], [2], {"keepdims": 0})
+    check("ambiguous reduce axes", onnx_case.refused(
+        kilnc, os.path.join(work, "ambiguous"), m, "the_reducesum", "both give the declared",
+        "ambiguous"))
+
+    print(f"shape operands: {sum(ok)} of {len(ok)} checks pass")
+    sys.exit(0 if all(ok) else 1)
+
+
+if __name__ == "__main__":
+    main()
