@@ -1,5 +1,7 @@
 #include "compiler/tensor/graph.h"
 
+#include <cstdint>
+
 #include "compiler/support/error.h"
 
 namespace kiln {
@@ -63,7 +65,7 @@ void Graph::set_axis_symbol(const std::string& input, size_t axis, int symbol) {
   throw Error("the graph has no input named '" + input + "'");
 }
 
-const std::vector<int>& Graph::value_symbols(const std::string& input, int64_t min, int64_t max) {
+const std::vector<int>& Graph::value_symbols(const std::string& input) {
   for (GraphInput& in : inputs_) {
     if (in.name != input) continue;
     if (!in.value_symbols.empty()) return in.value_symbols;
@@ -71,16 +73,16 @@ const std::vector<int>& Graph::value_symbols(const std::string& input, int64_t m
     if (!in.axis_symbols.empty())
       throw Error("input '" + input + "' has a symbolic axis: its values cannot be read as sizes");
     DType d = in.buffer->dtype;
-    if (d != dtypes::int64 && d != dtypes::int32)
+    if (d != dtypes::int64 && d != dtypes::int32 && d != dtypes::float32)
       throw Error("input '" + input + "' is " + d.str() +
-                  ": a size read at run time must be int32 or int64");
+                  ": a size read at run time must be int32, int64 or float32");
     int64_t n = 1;
     for (int64_t d : b.shape) n *= d;
     for (int64_t i = 0; i < n; ++i) {
       std::string name = str_cat(input, "[", i, "]");
       for (const Symbol& s : symbols_)
         if (s.name == name) throw Error("symbol '" + name + "' is defined twice");
-      symbols_.push_back({name, min, max, true});
+      symbols_.push_back({name, INT64_MIN, INT64_MAX, true});
       in.value_symbols.push_back(static_cast<int>(symbols_.size() - 1));
     }
     return in.value_symbols;

@@ -84,10 +84,11 @@ class Graph {
   // symbol's upper bound). Throws kiln::Error for an unknown input, axis or symbol.
   void set_axis_symbol(const std::string& input, size_t axis, int symbol);
   const std::vector<Symbol>& symbols() const { return symbols_; }
-  // One symbol per element of input `input` (static, int32 or int64), named "input[i]", its
-  // value read at run time within [min, max]; the same symbols when called again. Throws
+  // One symbol per element of input `input` (static, int32, int64 or float32), named
+  // "input[i]", its value read at run time (a float truncated toward zero) and unbounded: checks
+  // (add_check) say which values a package takes. The same symbols when called again. Throws
   // kiln::Error for an unknown input, a symbolic one or one of another dtype.
-  const std::vector<int>& value_symbols(const std::string& input, int64_t min, int64_t max);
+  const std::vector<int>& value_symbols(const std::string& input);
   void add_check(const UOp* holds, std::string message) {
     checks_.push_back({holds, std::move(message)});
   }

@@ -104,9 +104,9 @@
 #define KILN_MSG_OUT_OF_MEMORY_LOADING_SYMBOLS "out of memory loading symbols"
 #define KILN_MSG_SYMBOL_HAS_NO_NAME_OR_THE "symbol %u has no name or the bounds [%lld, %lld]"
 #define KILN_MSG_OUTPUT_HAS_EXTENT_PROGRAMS "output '%s' has %u extent programs"
-#define KILN_MSG_OUTPUT_AXIS_A_MALFORMED_EXTENT_PROGRAM                                            \
-  "output '%s' axis %u: a malformed extent program, one that leaves the layout at the bounds, or " \
-  "a symbolic axis after another"
+#define KILN_MSG_OUTPUT_AXIS_A_MALFORMED_EXTENT_PROGRAM                                        \
+  "output '%s' axis %u: an extent program malformed, past the layout at the bounds, or after " \
+  "a symbolic axis"
 #define KILN_MSG_INPUT_HAS_AXIS_SYMBOLS "input '%s' has %u axis symbols"
 #define KILN_MSG_INPUT_AXIS_SYMBOL_NOT_LAID_OUT \
   "input '%s' axis %u: symbol %d, or not laid out at its maximum"
@@ -241,9 +241,8 @@
 #define KILN_MSG_IS_GIVEN "%s: '%s' is %s, given %s"
 #define KILN_MSG_HAS_BYTES_GIVEN "%s: '%s' has %llu bytes, given %zu"
 #define KILN_MSG_MEMORY_FOR_IS_NOT_ALIGNED_TO "%s: memory for '%s' is not aligned to %zu bytes"
-#define KILN_MSG_KILN_SESSION_BIND_INPUT_HAS_SYMBOLIC                                              \
-  "kiln_session_bind_input: '%s' has symbolic dims (it is laid out at their bounds): set it with " \
-  "kiln_session_set_input_shaped"
+#define KILN_MSG_KILN_SESSION_BIND_INPUT_HAS_SYMBOLIC \
+  "kiln_session_bind_input: '%s' has symbolic dims: set it with kiln_session_set_input_shaped"
 #define KILN_MSG_KILN_SESSION_BIND_OUTPUT_HAS_SYMBOLIC                                      \
   "kiln_session_bind_output: '%s' has symbolic dims: read it with kiln_session_output and " \
   "kiln_session_output_shape"

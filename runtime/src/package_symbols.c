@@ -133,7 +133,9 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
     uint32_t k = field_vector(R, io_table(ld, 0, i), KILN_ABI_TENSOR_INFO_VALUE_SYMBOLS, 4, &pos);
     KILN_FB_CHECK(R);
     if (!k) continue;
-    size_t es = d->dtype == KILN_DTYPE_INT64 ? 8 : d->dtype == KILN_DTYPE_INT32 ? 4 : 0;
+    size_t es = d->dtype == KILN_DTYPE_INT64                                     ? 8
+                : d->dtype == KILN_DTYPE_INT32 || d->dtype == KILN_DTYPE_FLOAT32 ? 4
+                                                                                 : 0;
     int bad = !es || d->axis_symbols || d->size_bytes != es * k;
     p += (8 - (uintptr_t)p % 8) % 8;
     int32_t* syms = (int32_t*)p;

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """Shape operands fed at run time (docs/symbolic-shapes.md, "Shape operands at run time"): a
 model input that gives a Reshape's shape, Unsqueeze's axes, Expand's shape, ConstantOfShape's
-shape, TopK's k or ReduceSum's axes. Each model is compiled once, without --freeze, for the
+shape, TopK's k, ReduceSum's axes, Pad's pads (every mode; negative pads crop), Range's limit
+and delta, or OneHot's float depth. Each model is compiled once, without --freeze, for the
 output shape it declares; values that give that shape (every spelling of it: 0 and -1 in a
-Reshape, negative axes) match numpy, and values that give another shape fail the run with
-KILN_INVALID_ARGUMENT naming the node and the input, not a wrong answer.
+Reshape, negative axes, other pads of the same total) match numpy, and values that give another
+shape fail the run with KILN_INVALID_ARGUMENT naming the node and the input, not a wrong
+answer.
 
 Usage: shape_operands.py KILNC KILN_RUN WORK_DIR
 """
@@ -109,6 +111,46 @@ def main():
          {"x": x}, "axes", [np.array(a, np.int64) for a in ([0, 2], [2, -3])],
          lambda a: np.sum(x, axis=tuple(int(v) for v in a), keepdims=True),
          [np.array(a, np.int64) for a in ([0, 1], [2, 2])], ["must give the axes"])
+
+    def pad_ref(x, p, mode):
+        r = x.ndim
+        y = np.pad(x, [(max(0, p[i]), max(0, p[i + r])) for i in range(r)], mode=mode)
+        return y[tuple(slice(-min(0, p[i]), y.shape[i] + min(0, p[i + r])) for i in range(r))]
+
+    xp = rng.standard_normal((2, 3)).astype(np.float32)
+    for mode in ("constant", "edge", "reflect"):
+        good = [[1, 0, 2, 2], [0, 1, 3, 1]] + ([[3, -1, 0, 3]] if mode == "constant" else [])
+        case(f"pad_{mode}", model_of("Pad", [("x", TensorProto.FLOAT, xp.shape),
+                                             ("pads", TensorProto.INT64, [4])], [5, 5],
+                                     {"mode": mode}),
+             {"x": xp}, "pads", [np.array(p, np.int64) for p in good],
+             lambda p, mode=mode: pad_ref(xp, [int(v) for v in p], mode),
+             [np.array([1, 0, 2, 3], np.int64)], ["must pad axis 1 to 5"])
+
+    case("range", model_of("Range", [("start", TensorProto.INT64, []),
+                                     ("limit", TensorProto.INT64, []),
+                                     ("delta", TensorProto.INT64, [])], [2],
+                           out_type=TensorProto.INT64, opset=11),
+         {"start": np.array(10, np.int64), "delta": np.array(-3, np.int64)}, "limit",
+         [np.array(v, np.int64) for v in (6, 5, 4)], lambda l: np.arange(10, int(l), -3),
+         [np.array(v, np.int64) for v in (3, 11)], ["must give, with the other operands"])
+    case("range_delta", model_of("Range", [("start", TensorProto.INT64, []),
+                                           ("limit", TensorProto.INT64, []),
+                                           ("delta", TensorProto.INT64, [])], [2],
+                                 out_type=TensorProto.INT64, opset=11),
+         {"start": np.array(10, np.int64), "limit": np.array(6, np.int64)}, "delta",
+         [np.array(v, np.int64) for v in (-3, -2)], lambda dl: np.arange(10, 6, int(dl)),
+         [np.array(0, np.int64)], ["must not be 0"])
+
+    idx = np.array([0, 7, -1], np.int64)
+    vals = np.array([-2.0, 3.0], np.float32)
+    case("one_hot", model_of("OneHot", [("indices", TensorProto.INT64, [3]),
+                                        ("depth", TensorProto.FLOAT, []),
+                                        ("values", TensorProto.FLOAT, [2])], [3, 10], opset=11),
+         {"indices": idx, "values": vals}, "depth",
+         [np.array(v, np.float32) for v in (10.0, 10.7)],
+         lambda dp: np.where(np.eye(10, dtype=bool)[idx], vals[1], vals[0]),
+         [np.array(v, np.float32) for v in (9.0, np.nan)], ["must give [10]"])
 
     # Refused at compile time, nothing written: no static output shape to compile for, and
     # axes the declared shape does not decide.

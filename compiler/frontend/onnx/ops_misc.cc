@@ -38,6 +38,43 @@ std::pair<Tensor, Tensor> top_k(NodeContext& n, const Tensor& x, int64_t k, bool
   return {values, indices};
 }
 
+// Range over integers read at run time: the declared length, the values start + i * delta
+// computed by the kernel from the inputs; the run fails unless start, limit and delta give that
+// length (max(0, ceil((limit - start) / delta)), delta nonzero).
+Tensor run_time_range(NodeContext& n) {
+  Tensor start = n.input(0), delta = n.input(2);
+  // A floating-point length has no integer check: each operand must be known at compile time
+  // (const_input names the first that is not, suggesting --freeze).
+  if (!start.dtype().is_int())
+    for (size_t i = 0; i < 3; ++i) n.const_input(i);
+  std::vector<const UOp*> v[3];
+  for (size_t i = 0; i < 3; ++i) {
+    v[i] = n.run_time_ints(i);
+    if (v[i].empty()) {  // a constant operand: its value as a constant of the check
+      std::vector<int64_t> c = n.const_ints(i);
+      if (c.size() != 1) n.invalid("input " + std::to_string(i) + " must be a scalar");
+      v[i] = {n.graph().ctx().const_index(c[0])};
+    }
+    if (v[i].size() != 1) n.invalid("input " + std::to_string(i) + " must be a scalar");
+  }
+  size_t operand = n.input_is_const(1) ? (n.input_is_const(0) ? 2 : 0) : 1;  // one read at run
+  Shape d = n.declared_shape(0, operand);
+  if (d.size() != 1) n.invalid("the declared output is not 1-D");
+  const UOp *s = v[0][0], *l = v[1][0], *dl = v[2][0];
+  const UOp* zero = s->const_like(int64_t{0});
+  const UOp *a = l->sub(s), *q = a->idiv(dl), *r = a->mod(dl);
+  // ceil of a / delta from the truncating quotient: one more when the remainder has delta's sign
+  const UOp* up = r->ne(zero)->logical_and(zero->lt(r)->eq(zero->lt(dl)))->cast(dtypes::index);
+  const UOp* count = q->add(up)->maximum(zero);
+  if (dl->op == Op::CONST && dl->cval().i == 0) n.invalid("delta is 0");
+  if (dl->op != Op::CONST) n.require(dl->ne(zero), 2, "must not be 0");
+  n.require(count->eq(count->const_like(d[0])), operand,
+            "must give, with the other operands, the length " + std::to_string(d[0]) +
+                " the package was compiled for (the model's declared output shape)");
+  Tensor i = iota(n, d[0]).cast(start.dtype());
+  return i.mul(delta.reshape({})).add(start.reshape({}));
+}
+
 }  // namespace
 
 void register_misc_ops(OpRegistry& r) {
@@ -83,6 +120,8 @@ void register_misc_ops(OpRegistry& r) {
     return V{Tensor::scalar(n.graph(), v.get(0), v.dtype()).expand(s)};
   };
   r["Range"] = [](NodeContext& n) {
+    if (!n.input_is_const(0) || !n.input_is_const(1) || !n.input_is_const(2))
+      return V{run_time_range(n)};
     const NDArray& s = n.const_input(0);
     double start = s.get(0).as_double(), limit = n.const_input(1).get(0).as_double(),
            delta = n.const_input(2).get(0).as_double();
@@ -120,13 +159,23 @@ void register_misc_ops(OpRegistry& r) {
   };
   r["OneHot"] = [](NodeContext& n) {
     Tensor idx = n.input(0);
-    std::vector<double> depth_v = n.const_floats(1);
+    int64_t out_rank = idx.ndim() + 1;
+    int64_t axis = norm_axis(n.attr_int("axis", -1), out_rank, n);
+    // depth may be a float (cast to int64); read at run time, the declared output's axis.
+    std::vector<double> depth_v;
+    if (n.input_is_const(1)) {
+      depth_v = n.const_floats(1);
+    } else {
+      auto from = [&](const Shape& d) {
+        if (static_cast<int64_t>(d.size()) != out_rank)
+          n.invalid("the declared output's rank is not the indices' plus one");
+        return std::vector<int64_t>{d[static_cast<size_t>(axis)]};
+      };
+      depth_v = {static_cast<double>(ints_or_declared(n, 1, 0, from, "the depth").at(0))};
+    }
     if (depth_v.size() != 1) n.invalid("depth must be a scalar");
     int64_t depth = static_cast<int64_t>(depth_v[0]);
     Tensor values = n.input(2);
-    int64_t axis = n.attr_int("axis", -1);
-    int64_t out_rank = idx.ndim() + 1;
-    axis = norm_axis(axis, out_rank, n);
     Tensor i = idx.cast(dtypes::int64);
     i = i.lt(i.like(0.0)).where(i.add(i.like(static_cast<double>(depth))), i);
     Shape s(static_cast<size_t>(out_rank), 1);

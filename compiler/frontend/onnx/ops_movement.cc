@@ -204,6 +204,58 @@ Tensor run_time_squeeze(NodeContext& n, const Tensor& x, const V0& v, bool unsqu
   return x.reshape(d);
 }
 
+// Pad with pads read at run time: the declared output; along each axis the kernel gathers
+// input index i - begin (begin read from `pads` by the kernel), out of range the value
+// (constant), the nearest edge (edge) or the mirror (reflect). The run fails unless begin + dim
+// + end is the declared size on every axis.
+Tensor run_time_pad(NodeContext& n, const Tensor& x, const V0& v, const std::string& mode) {
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    n.unsupported("pad mode '" + mode + "'");
+  Shape d = n.declared_shape(0, 1);
+  int64_t r = x.ndim();
+  if (static_cast<int64_t>(v.size()) != 2 * r || static_cast<int64_t>(d.size()) != r)
+    n.invalid("pads has " + std::to_string(v.size()) + " values for rank " + std::to_string(r));
+  Tensor pads = n.input(1).cast(dtypes::int64);
+  Tensor value = n.has_input(2) ? n.input(2).reshape({}).cast(x.dtype()) : x.like(0.0).reshape({});
+  Tensor y = x;
+  for (int64_t a = 0; a < r; ++a) {
+    size_t ua = static_cast<size_t>(a);
+    int64_t len = x.dim(a);
+    n.require(v[ua]
+                  ->add(v[ua + static_cast<size_t>(r)])
+                  ->add(v[ua]->const_like(len))
+                  ->eq(v[ua]->const_like(d[ua])),
+              1,
+              "must pad axis " + std::to_string(a) + " to " + std::to_string(d[ua]) +
+                  ", the size the package was compiled for (the model's declared output)");
+    if (d[ua] == 0 || len == 0) {
+      if (d[ua] != 0 && mode != "constant")
+        n.invalid("mode '" + mode + "' pads an empty axis " + std::to_string(a));
+      Shape s = y.shape();
+      s[ua] = d[ua];
+      y = value.expand(s);
+      continue;
+    }
+    Tensor begin = pads.gather(Tensor::full(n.graph(), {}, a, dtypes::int64), 0);
+    Tensor i = iota(n, d[ua]).sub(begin);
+    Tensor inside = i.ge(i.like(0.0)).logical_and(i.lt(i.like(static_cast<double>(len))));
+    Tensor at = i.maximum(0.0).minimum(static_cast<double>(len - 1));  // constant and edge
+    if (mode == "reflect" && len > 1) {
+      double period = static_cast<double>(2 * (len - 1));
+      Tensor m = i.mod(i.like(period)).add(i.like(period)).mod(i.like(period));
+      at = m.lt(m.like(static_cast<double>(len))).where(m, m.like(period).sub(m));
+    }
+    Tensor g = y.gather(at, a);
+    if (mode == "constant") {
+      Shape s(static_cast<size_t>(r), 1);
+      s[ua] = d[ua];
+      g = inside.reshape(s).where(g, value);
+    }
+    y = g;
+  }
+  return y;
+}
+
 }  // namespace
 
 void register_movement_ops(OpRegistry& r) {
@@ -466,6 +518,7 @@ void register_movement_ops(OpRegistry& r) {
     std::string mode = n.attr_string("mode", "constant");
     if (n.opset() < 11)
       return V{pad_mode(n, x, n.attr_ints("pads"), mode, n.attr_float("value", 0.0))};
+    if (V0 v = n.run_time_ints(1); !v.empty()) return V{run_time_pad(n, x, v, mode)};
     std::vector<int64_t> pads = n.const_ints(1);
     double value = 0.0;
     if (n.has_input(2)) {

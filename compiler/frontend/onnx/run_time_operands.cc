@@ -140,7 +140,7 @@ std::vector<const UOp*> NodeContext::run_time_ints(size_t i) {
     const_input(i);  // throws: computed from model inputs, it must be known at compile time
     return {};
   }
-  const std::vector<int>& syms = graph().value_symbols(u->buffer().name, INT64_MIN, INT64_MAX);
+  const std::vector<int>& syms = graph().value_symbols(u->buffer().name);
   std::vector<const UOp*> vars;
   for (int s : syms) vars.push_back(graph().symbol_var(s));
   return vars;
