@@ -291,6 +291,7 @@ enum {
 #define KILN_ABI_MAX_VARIANTS 16u       /* the package itself and 15 more */
 #define KILN_ABI_MAX_SYMBOLS 16u        /* symbolic dims (a session holds their values inline) */
 #define KILN_ABI_MAX_EXTENT_PROGRAM 64u /* int64 words per output axis's extent program */
+#define KILN_ABI_MAX_CHECK_PROGRAM 256u /* int64 words per check's program (format 2.5) */
 #define KILN_ABI_MAX_EXTENT_STACK 16u
 #define KILN_ABI_MAX_CHECKS 64u /* run-time value checks (format 2.5) */
 
@@ -298,6 +299,13 @@ enum {
 #define KILN_ABI_VTABLE_OFFSET(index) (4 + 2 * (index))
 
 /* ---- checksums ---- */
+
+/* Runs extent program |code| of |len| words (KILN_ABI_EXTENT_*) over the symbols' values |vars|:
+ * a symbolic output's size or a check's condition into *out. Nonzero (and *out untouched) if the
+ * program is malformed, overflows or divides by zero. With |vars| NULL only the program's form
+ * is checked (*out is then 0). kiln_extent.c. */
+KILN_ABI_FN int kiln_abi_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars,
+                                     uint32_t num_vars, int64_t* out);
 
 /* CRC-32C (Castagnoli), continued: kiln_abi_crc32c(kiln_abi_crc32c(0, a), b) is the CRC of a
  * followed by b. Portable code (slicing by 8); |use_hardware| nonzero uses the SSE4.2 or ARMv8

@@ -127,18 +127,47 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
     }
     return r + (json ? "]" : "");
   };
-  // Format 2.4: the symbolic dims, with their bounds.
+  // Format 2.4: the symbolic dims, with their bounds; 2.5: symbols an input's values set, and
+  // the checks over them.
+  auto value_of = [&](int32_t k) -> std::pair<const flatbuffers::String*, size_t> {
+    if (p->inputs())
+      for (const fb::TensorInfo* t : *p->inputs())
+        if (t->value_symbols())
+          for (size_t e = 0; e < t->value_symbols()->size(); ++e)
+            if (t->value_symbols()->Get(static_cast<flatbuffers::uoffset_t>(e)) == k)
+              return {t->name(), e};
+    return {nullptr, 0};
+  };
   auto symbols = [&] {
     std::string r = json ? "[" : "";
     if (p->symbols())
-      for (const fb::Symbol* sy : *p->symbols()) {
+      for (flatbuffers::uoffset_t k = 0; k < p->symbols()->size(); ++k) {
+        const fb::Symbol* sy = p->symbols()->Get(k);
         std::string name = sy->name() ? sy->name()->str() : "?";
-        r += json ? std::string(r.size() > 1 ? ", " : "") + "{\"name\": " + json_str(sy->name()) +
-                        ", \"min\": " + std::to_string(sy->min()) +
-                        ", \"max\": " + std::to_string(sy->max()) + "}"
-                  : "symbol " + name + ": [" + std::to_string(sy->min()) + ", " +
-                        std::to_string(sy->max()) + "] (shapes below are at the maximums)\n";
+        auto [input, element] = value_of(static_cast<int32_t>(k));
+        if (json)
+          r += std::string(r.size() > 1 ? ", " : "") + "{\"name\": " + json_str(sy->name()) +
+               ", \"min\": " + std::to_string(sy->min()) +
+               ", \"max\": " + std::to_string(sy->max()) +
+               (!input ? std::string()
+                       : ", \"value_of\": {\"input\": " + json_str(input) +
+                             ", \"element\": " + std::to_string(element) + "}") +
+               "}";
+        else if (input)
+          r += "symbol " + name + ": the value of input '" + input->str() + "' element " +
+               std::to_string(element) + ", read at run time\n";
+        else
+          r += "symbol " + name + ": [" + std::to_string(sy->min()) + ", " +
+               std::to_string(sy->max()) + "] (shapes below are at the maximums)\n";
       }
+    return r + (json ? "]" : "");
+  };
+  auto checks = [&] {
+    std::string r = json ? "[" : "";
+    if (p->checks())
+      for (const fb::Check* c : *p->checks())
+        r += json ? std::string(r.size() > 1 ? ", " : "") + json_str(c->message())
+                  : "check: " + (c->message() ? c->message()->str() : std::string("?")) + "\n";
     return r + (json ? "]" : "");
   };
   const fb::Provenance* prov = p->provenance();
@@ -195,7 +224,7 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
        << ", \"selftest\": " << (p->selftest() ? "true" : "false")
        << ", \"signed_by\": " << (sig.signer.empty() ? "null" : "\"" + sig.signer + "\"")
        << ", \"signature_ok\": " << (sig.valid ? "true" : "false") << ", \"symbols\": " << symbols()
-       << "}";
+       << ", \"checks\": " << checks() << "}";
     return os.str();
   }
   os << "format " << (prov ? prov->format_major() : 0) << "." << (prov ? prov->format_minor() : 0)
@@ -209,7 +238,9 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   os << "target: " << (tgt && tgt->triple() ? tgt->triple()->str() : "?") << " cpu "
      << (tgt && tgt->cpu() ? tgt->cpu()->str() : "?") << "\n";
   os << "required CPU features: " << feats << "\n";
-  os << symbols() << "inputs:\n" << tensors(p->inputs()) << "outputs:\n" << tensors(p->outputs());
+  os << symbols() << checks() << "inputs:\n"
+     << tensors(p->inputs()) << "outputs:\n"
+     << tensors(p->outputs());
   os << "kernels: " << kernels << ", launches: " << launches << ", groups: " << groups << ", "
      << static_cast<double>(variants[0].flops) * 1e-9 << " GFLOP per run\n";
   os << "arena: " << p->arena_size() << " bytes (lower bound " << p->arena_lower_bound() << "), "

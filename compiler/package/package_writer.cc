@@ -387,7 +387,7 @@ std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
     std::vector<flatbuffers::Offset<fb::Check>> list;
     for (const GraphCheck& c : plan.checks) {
       std::vector<int64_t> code = extent_program(c.holds);
-      if (code.size() > KILN_ABI_MAX_EXTENT_PROGRAM)
+      if (code.size() > KILN_ABI_MAX_CHECK_PROGRAM)
         throw Error(str_cat("the check '", c.message, "' is longer than a package allows"));
       list.push_back(fb::CreateCheckDirect(fbb, &code, c.message.c_str()));
     }

@@ -203,12 +203,6 @@ KILN_RT_PRIVATE kiln_status kiln_package_load(kiln_model* m, int verify_checksum
 /* Releases what kiln_package_load allocated (also what a failed load left); idempotent. */
 KILN_RT_PRIVATE void kiln_package_unload(kiln_model* m);
 
-/* shapes.c: a symbolic output's size, or a check. Runs extent program |code| of |len| words over
- * |vars|; nonzero (and *out untouched) if the program is malformed, overflows or divides by zero.
- * With |vars| NULL only the program's form is checked (*out is then 0). */
-KILN_RT_PRIVATE int kiln_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars,
-                                     uint32_t num_vars, int64_t* out);
-
 /* elf_loader.c */
 KILN_RT_PRIVATE kiln_status kiln_elf_load(const uint8_t* elf, size_t size, kiln_code* out);
 KILN_RT_PRIVATE void kiln_elf_unload(kiln_code* code);

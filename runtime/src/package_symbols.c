@@ -99,8 +99,8 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
       uint32_t b = offs[a], e = offs[a + 1];
       int whole = e - b == 2 && code[b] == KILN_ABI_EXTENT_CONST && code[b + 1] == d->shape[a];
       if (b > e || e > len || e - b > KILN_ABI_MAX_EXTENT_PROGRAM ||
-          kiln_extent_eval(code + b, e - b, lo, n, &at_lo) ||
-          kiln_extent_eval(code + b, e - b, hi, n, &at_hi) || at_lo < 0 || at_hi < 0 ||
+          kiln_abi_extent_eval(code + b, e - b, lo, n, &at_lo) ||
+          kiln_abi_extent_eval(code + b, e - b, hi, n, &at_hi) || at_lo < 0 || at_hi < 0 ||
           at_lo > d->shape[a] || at_hi > d->shape[a] || (varies && !whole))
         return kiln_invalid(KM(OUTPUT_AXIS_A_MALFORMED_EXTENT_PROGRAM), d->name, a);
       varies |= !whole;
@@ -159,7 +159,7 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
     int64_t v;
     p += (8 - (uintptr_t)p % 8) % 8;
     memcpy(p, m->buf + pos, 8 * (size_t)l);
-    if (!ml || l > KILN_ABI_MAX_EXTENT_PROGRAM || kiln_extent_eval((int64_t*)p, l, NULL, n, &v))
+    if (!ml || l > KILN_ABI_MAX_CHECK_PROGRAM || kiln_abi_extent_eval((int64_t*)p, l, NULL, n, &v))
       return kiln_invalid(KM(CHECK_MALFORMED), c);
     m->check_code[c] = (const int64_t*)p;
     m->check_len[c] = l;

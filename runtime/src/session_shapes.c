@@ -71,7 +71,7 @@ kiln_status kiln_session_bind_symbols(kiln_session* s) {
   /* What the package was compiled under: a shape operand gives the shape the model declares. */
   for (uint32_t c = 0; c < m->num_checks; ++c) {
     int64_t holds;
-    if (kiln_extent_eval(m->check_code[c], m->check_len[c], s->vars, m->num_symbols, &holds) ||
+    if (kiln_abi_extent_eval(m->check_code[c], m->check_len[c], s->vars, m->num_symbols, &holds) ||
         !holds)
       return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_CHECK), m->check_messages[c]);
   }
@@ -80,7 +80,7 @@ kiln_status kiln_session_bind_symbols(kiln_session* s) {
     for (uint32_t a = 0; t->extent_code && a < t->rank; ++a) {
       int64_t* v = &s->output_shapes[t->dims_offset + a];
       uint32_t b = t->extent_offsets[a], e = t->extent_offsets[a + 1];
-      if (kiln_extent_eval(t->extent_code + b, e - b, s->vars, m->num_symbols, v) || *v < 0 ||
+      if (kiln_abi_extent_eval(t->extent_code + b, e - b, s->vars, m->num_symbols, v) || *v < 0 ||
           *v > t->shape[a])
         return kiln_error(KILN_INTERNAL, KM(KILN_SESSION_RUN_OUTPUT_LEAVES_ITS), t->name);
     }

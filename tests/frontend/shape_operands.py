@@ -152,6 +152,44 @@ def main():
          lambda dp: np.where(np.eye(10, dtype=bool)[idx], vals[1], vals[0]),
          [np.array(v, np.float32) for v in (9.0, np.nan)], ["must give [10]"])
 
+    # Slice with every operand read at run time: x [6, 5, 4] to the declared [3, 5, 2]. Each
+    # spelling of those sizes (negative starts, ends past the axis, negative steps, the axes in
+    # another order or counted from the end) gives its own window.
+    xs = rng.standard_normal((6, 5, 4)).astype(np.float32)
+    slice_inputs = [("x", TensorProto.FLOAT, xs.shape), ("starts", TensorProto.INT64, [2]),
+                    ("ends", TensorProto.INT64, [2]), ("axes", TensorProto.INT64, [2]),
+                    ("steps", TensorProto.INT64, [2])]
+
+    def slice_ref(starts, ends, axes, steps):
+        sl = [slice(None)] * 3
+        for s0, e0, a, st in zip(starts, ends, axes, steps):
+            sl[int(a)] = slice(int(s0), None if e0 < -6 else int(e0), int(st))
+        return xs[tuple(sl)]
+
+    d = os.path.join(work, "slice")
+    m = model_of("Slice", slice_inputs, [3, 5, 2])
+    pkg = onnx_case.compile_model(kilnc, d, m)
+    big = 2**62
+    good = [([0, 1], [3, 3], [0, 2], [1, 1]), ([-6, 0], [-3, big], [0, -1], [1, 2]),
+            ([5, 3], [-big, 1], [0, 2], [-2, -1]), ([1, 2], [3, 5], [2, 0], [1, 1])]
+    for i, (st, en, ax, sp) in enumerate(good):
+        feed = {"x": xs, "starts": np.array(st, np.int64), "ends": np.array(en, np.int64),
+                "axes": np.array(ax, np.int64), "steps": np.array(sp, np.int64)}
+        got = onnx_case.run_package(kiln_run, d, pkg, m, feed, f"good{i}")["y"]
+        want = slice_ref(st, en, ax, sp)
+        check(f"slice starts={st} ends={en} axes={ax} steps={sp}",
+              got.shape == want.shape and np.array_equal(got, want), f"got {got.shape}")
+    bad = [([0, 1], [4, 3], [0, 2], [1, 1], "must give the shape (3,5,2)"),
+           ([0, 1], [3, 3], [0, 0], [1, 1], "input 'axes' must name each axis once"),
+           ([0, 1], [3, 3], [0, 2], [1, 0], "must give the shape"),
+           ([0, 1], [3, 3], [0, 3], [1, 1], "input 'axes' must name axes")]
+    for i, (st, en, ax, sp, why) in enumerate(bad):
+        feed = {"x": xs, "starts": np.array(st, np.int64), "ends": np.array(en, np.int64),
+                "axes": np.array(ax, np.int64), "steps": np.array(sp, np.int64)}
+        good_run, err = run_fails(kiln_run, d, pkg, feed,
+                                  ["node 'the_slice'", why], f"bad{i}")
+        check(f"slice starts={st} ends={en} axes={ax} steps={sp} refused", good_run, err)
+
     # Refused at compile time, nothing written: no static output shape to compile for, and
     # axes the declared shape does not decide.
     m = model_of("Reshape", [("x", TensorProto.FLOAT, x.shape),

@@ -356,6 +356,8 @@ void register_movement_ops(OpRegistry& r) {
       ends = n.attr_ints("ends");
       axes = n.attr_ints("axes", std::vector<int64_t>{});
     } else {
+      for (size_t i = 1; i < 5; ++i)
+        if (n.has_input(i) && !n.input_is_const(i)) return V{run_time_slice(n)};
       starts = n.const_ints(1);
       ends = n.const_ints(2);
       if (n.has_input(3)) axes = n.const_ints(3);

@@ -10,6 +10,7 @@
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/frontend/onnx/run_time_operands.h"
 #include "compiler/support/error.h"
+#include "schema/kiln_abi.h"
 
 namespace kiln::onnxfe {
 
@@ -120,7 +121,7 @@ std::vector<std::vector<int64_t>> run_time_axes(
           v[j]->eq(v[j]->const_like(p))->logical_or(v[j]->eq(v[j]->const_like(p - rank)));
       holds = holds ? holds->logical_or(is) : is;
     }
-    if (program_words(holds) > 64)
+    if (program_words(holds) > KILN_ABI_MAX_CHECK_PROGRAM)
       n.unsupported("input " + std::to_string(operand) +
                     ": the check of axes read at run time is longer than a package allows");
     n.require(holds, operand, what + " (axes " + list_str(uni) + ", each once)");

@@ -22,6 +22,9 @@ std::vector<int64_t> ints_or_declared(
     const std::function<std::vector<int64_t>(const Shape&)>& from_declared,
     const std::string& what);
 
+// Slice (opset 10 on) with starts, ends, axes or steps read at run time (run_time_slice.cc).
+Tensor run_time_slice(NodeContext& n);
+
 // Axes of a rank-`rank` tensor read at run time (Unsqueeze's, Squeeze's, a reduction's): the
 // sorted sets of v.size() axes for which `gives_declared` holds, the first being the one to
 // compile; the run fails unless the run-time axes (negative ones counting from the end) are

@@ -1,10 +1,10 @@
-/* Symbolic shapes at run time: an output's extent program, evaluated over the symbols' values. */
-#include <string.h>
+/* The extent programs of kiln_abi.h (a symbolic output's size, a check), evaluated over the
+ * symbols' values: one interpreter for the runtime and the compiler's JIT, so both accept and
+ * refuse the same runs. C11, libc only. */
+#include "kiln_abi.h"
 
-#include "internal.h"
-
-int kiln_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars, uint32_t num_vars,
-                     int64_t* out) {
+KILN_ABI_FN int kiln_abi_extent_eval(const int64_t* code, uint32_t len, const int64_t* vars,
+                                     uint32_t num_vars, int64_t* out) {
   int64_t stack[KILN_ABI_MAX_EXTENT_STACK];
   uint32_t depth = 0;
   for (uint32_t pc = 0; pc < len; ++pc) {
