@@ -19,11 +19,15 @@ using V = std::vector<Tensor>;
 struct Axes {
   std::vector<int64_t> axes;
   bool noop = false;
+  // Axes read at run time that several sets could be: the others, each computed too and
+  // selected by the kernel when the run-time axes are that set (`axes_input` holds them).
+  std::vector<std::vector<int64_t>> alternatives;
 };
 
-// Axes read at run time: the candidates that give the declared output must reduce the same
-// axes (they may differ in axes of size 1, which reducing leaves as they are).
-std::vector<int64_t> run_time_reduce_axes(NodeContext& n, const std::vector<const UOp*>& v) {
+// Axes read at run time: the sets that give the declared output, one per distinct reduction
+// (sets that differ only in axes of size 1, which reducing leaves as they are, are one).
+std::vector<std::vector<int64_t>> run_time_reduce_axes(NodeContext& n,
+                                                       const std::vector<const UOp*>& v) {
   const Tensor& x = n.input(0);
   bool keep = n.attr_int("keepdims", 1) != 0;
   Shape d = n.declared_shape(0, 1);
@@ -47,20 +51,29 @@ std::vector<int64_t> run_time_reduce_axes(NodeContext& n, const std::vector<cons
       "must give the axes that reduce to " + shape_str(d) +
           ", the shape the package was "
           "compiled for");
-  for (const auto& axes : c)
-    if (wide(axes) != wide(c[0]))
-      n.needs_freeze(1, "reducing axes " + shape_str(c[0]) + " or " + shape_str(axes) +
-                            " both give the declared output " + shape_str(d));
-  return c[0];
+  std::vector<std::vector<int64_t>> distinct;
+  for (const auto& axes : c) {
+    bool seen = false;
+    for (const auto& o : distinct) seen |= wide(o) == wide(axes);
+    if (!seen) distinct.push_back(axes);
+  }
+  if (distinct.size() > 4)
+    n.needs_freeze(1, std::to_string(distinct.size()) + " reductions (of axes " +
+                          shape_str(distinct[0]) + ", " + shape_str(distinct[1]) +
+                          ", ...) give the declared output " + shape_str(d) +
+                          "; kiln computes at most 4 and selects at run time");
+  return distinct;
 }
 
 Axes reduce_axes(NodeContext& n, bool axes_as_input) {
   Axes a;
   if (axes_as_input) {
     std::vector<const UOp*> v = n.has_input(1) ? n.run_time_ints(1) : std::vector<const UOp*>{};
-    if (!v.empty())
-      a.axes = run_time_reduce_axes(n, v);
-    else if (n.has_input(1))
+    if (!v.empty()) {
+      std::vector<std::vector<int64_t>> sets = run_time_reduce_axes(n, v);
+      a.axes = sets[0];
+      a.alternatives.assign(sets.begin() + 1, sets.end());
+    } else if (n.has_input(1))
       a.axes = n.const_ints(1);
   } else {
     a.axes = n.attr_ints("axes", std::vector<int64_t>{});
@@ -71,41 +84,66 @@ Axes reduce_axes(NodeContext& n, bool axes_as_input) {
 
 enum class Kind { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
+// Reduction k of x over `axes` (negative ones counting from the end).
+Tensor reduce_over(const Tensor& x, Kind k, std::vector<int64_t> axes, bool keep, NodeContext& n);
+
 OpHandler reduce(Kind k, int axes_input_opset) {
   return [k, axes_input_opset](NodeContext& n) {
     Tensor x = n.input(0);
     Axes a = reduce_axes(n, n.opset() >= axes_input_opset);
     bool keep = n.attr_int("keepdims", 1) != 0;
     if (a.noop) return V{x};
-    std::vector<int64_t> axes = a.axes;
-    for (int64_t& ax : axes) ax = norm_axis(ax, x.ndim(), n);
-    switch (k) {
-      case Kind::Sum:
-        return V{x.sum(axes, keep)};
-      case Kind::Mean:
-        return V{x.mean(axes, keep)};
-      case Kind::Max:
-        return V{x.max(axes, keep)};
-      case Kind::Min:
-        return V{x.min(axes, keep)};
-      case Kind::Prod:
-        return V{x.prod(axes, keep)};
-      case Kind::L1:
-        return V{x.abs().sum(axes, keep)};
-      case Kind::L2:
-        return V{x.mul(x).sum(axes, keep).sqrt()};
-      case Kind::SumSquare:
-        return V{x.mul(x).sum(axes, keep)};
-      case Kind::LogSum:
-        return V{x.sum(axes, keep).log()};
-      case Kind::LogSumExp: {
-        Tensor m = x.max(axes, true);
-        Tensor s = x.sub(m).exp().sum(axes, true).log().add(m);
-        return V{keep ? s : s.squeeze(axes.empty() ? std::vector<int64_t>{} : axes)};
+    auto one = [&](std::vector<int64_t> axes) { return reduce_over(x, k, axes, keep, n); };
+    Tensor y = one(a.axes);
+    // Run-time axes that are one of several sets: each set's reduction, the kernel picks the one
+    // whose axes the input names (the checks make them distinct members of one set).
+    for (const std::vector<int64_t>& alt : a.alternatives) {
+      Tensor ax = n.input(1).cast(dtypes::int64).reshape({n.input(1).numel()});
+      Tensor is;
+      for (int64_t j = 0; j < ax.numel(); ++j) {
+        Tensor e = ax.gather(Tensor::full(n.graph(), {}, static_cast<double>(j), dtypes::int64), 0);
+        Tensor in;
+        for (int64_t p : alt) {
+          Tensor m = e.eq(e.like(static_cast<double>(p)))
+                         .logical_or(e.eq(e.like(static_cast<double>(p - x.ndim()))));
+          in = in.valid() ? in.logical_or(m) : m;
+        }
+        is = is.valid() ? is.logical_and(in) : in;
       }
+      y = is.where(one(alt), y);
     }
-    return V{x};
+    return V{y};
   };
+}
+
+Tensor reduce_over(const Tensor& x, Kind k, std::vector<int64_t> axes, bool keep, NodeContext& n) {
+  for (int64_t& ax : axes) ax = norm_axis(ax, x.ndim(), n);
+  switch (k) {
+    case Kind::Sum:
+      return x.sum(axes, keep);
+    case Kind::Mean:
+      return x.mean(axes, keep);
+    case Kind::Max:
+      return x.max(axes, keep);
+    case Kind::Min:
+      return x.min(axes, keep);
+    case Kind::Prod:
+      return x.prod(axes, keep);
+    case Kind::L1:
+      return x.abs().sum(axes, keep);
+    case Kind::L2:
+      return x.mul(x).sum(axes, keep).sqrt();
+    case Kind::SumSquare:
+      return x.mul(x).sum(axes, keep);
+    case Kind::LogSum:
+      return x.sum(axes, keep).log();
+    case Kind::LogSumExp: {
+      Tensor m = x.max(axes, true);
+      Tensor s = x.sub(m).exp().sum(axes, true).log().add(m);
+      return keep ? s : s.squeeze(axes.empty() ? std::vector<int64_t>{} : axes);
+    }
+  }
+  return x;
 }
 
 // ArgMax/ArgMin: the first (or last) index of the extreme along `axis`, as int64.
