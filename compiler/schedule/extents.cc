@@ -7,6 +7,7 @@
 #include "compiler/support/error.h"
 #include "schema/kiln_abi.h"
 
+#include <bit>
 #include <functional>
 
 namespace kiln {
@@ -305,10 +306,8 @@ void bind_value_symbols(const Plan& plan, const std::map<std::string, NDArray>& 
     for (size_t e = 0; e < b.value_symbols.size(); ++e) {
       const NDArray& a = inputs.at(b.name);
       int64_t v = a.get(static_cast<int64_t>(e)).as_int();
-      if (a.dtype().is_float()) {  // truncated toward zero; NaN and huge values fail every check
-        double f = a.get(static_cast<int64_t>(e)).as_double();
-        v = f > -9.2e18 && f < 9.2e18 ? static_cast<int64_t>(f) : INT64_MIN;
-      }
+      if (a.dtype().is_float())  // the float32's bit pattern, as the runtime reads it
+        v = std::bit_cast<int32_t>(static_cast<float>(a.get(static_cast<int64_t>(e)).as_double()));
       vars.at(static_cast<size_t>(b.value_symbols[e])) = v;
     }
   }

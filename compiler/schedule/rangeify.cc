@@ -529,7 +529,11 @@ class Lowerer {
         const UOp* dim = extents_.axis(s0, axis);
         Idx ii(idx.begin() + static_cast<std::ptrdiff_t>(axis),
                idx.begin() + static_cast<std::ptrdiff_t>(axis + k));
-        const UOp* gv = simplify(lower(ix, ii, valid)->cast(dtypes::index));
+        // Positions computed by a reduction (an ArgMax, a count) are written out first: a
+        // reduction belongs in a kernel's value, not inside a load's index.
+        const UOp* looked =
+            reaches_reduction(ix) ? load(realize(ix), ix, ii, valid) : lower(ix, ii, valid);
+        const UOp* gv = simplify(looked->cast(dtypes::index));
         const UOp* gw = simplify(gv->lt(int64_t{0})->where(gv->add(dim), gv));
         const UOp* cond = simplify(gw->ge(int64_t{0})->logical_and(gw->lt(dim)));
         Idx si(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(axis));

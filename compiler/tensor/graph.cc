@@ -73,9 +73,9 @@ const std::vector<int>& Graph::value_symbols(const std::string& input) {
     if (!in.axis_symbols.empty())
       throw Error("input '" + input + "' has a symbolic axis: its values cannot be read as sizes");
     DType d = in.buffer->dtype;
-    if (d != dtypes::int64 && d != dtypes::int32 && d != dtypes::float32)
+    if (d != dtypes::int64 && d != dtypes::int32 && d != dtypes::float32 && d != dtypes::bool_)
       throw Error("input '" + input + "' is " + d.str() +
-                  ": a size read at run time must be int32, int64 or float32");
+                  ": a size read at run time must be int32, int64, float32 or bool");
     int64_t n = 1;
     for (int64_t d : b.shape) n *= d;
     for (int64_t i = 0; i < n; ++i) {

@@ -126,17 +126,17 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
     }
     d->axis_symbols = syms;
   }
-  /* Shape operands fed as inputs: each element's value sets a symbol (a static int32 or int64
-   * input, one symbol per element). */
+  /* Shape operands fed as inputs: each element's value sets a symbol (a static int32, int64,
+   * float32 or (format 2.6) bool input, one symbol per element). */
   for (uint32_t i = 0; i < m->num_inputs; ++i) {
     kiln_tensor_desc* d = &m->inputs[i];
     uint32_t k = field_vector(R, io_table(ld, 0, i), KILN_ABI_TENSOR_INFO_VALUE_SYMBOLS, 4, &pos);
     KILN_FB_CHECK(R);
     if (!k) continue;
-    size_t es = d->dtype == KILN_DTYPE_INT64                                     ? 8
-                : d->dtype == KILN_DTYPE_INT32 || d->dtype == KILN_DTYPE_FLOAT32 ? 4
-                                                                                 : 0;
-    int bad = !es || d->axis_symbols || d->size_bytes != es * k;
+    size_t es = kiln_dtype_size((kiln_dtype)d->dtype);
+    int bad = (d->dtype != KILN_DTYPE_INT64 && d->dtype != KILN_DTYPE_INT32 &&
+               d->dtype != KILN_DTYPE_FLOAT32 && d->dtype != KILN_DTYPE_BOOL) ||
+              d->axis_symbols || d->size_bytes != es * k;
     p += (8 - (uintptr_t)p % 8) % 8;
     int32_t* syms = (int32_t*)p;
     memcpy(syms, m->buf + pos, 4 * (size_t)k);

@@ -55,15 +55,13 @@ kiln_status kiln_session_bind_symbols(kiln_session* s) {
     for (uint32_t e = 0; t->value_symbols && e < t->size_bytes / es; ++e) {
       int64_t v;
       int32_t w;
-      float f;
       if (es == 8) {
         memcpy(&v, data + 8 * (size_t)e, 8);
-      } else if (t->dtype == KILN_DTYPE_INT32) {
+      } else if (es == 4) { /* int32, or (format 2.6) a float32's bit pattern: range checks */
         memcpy(&w, data + 4 * (size_t)e, 4);
         v = w;
-      } else { /* float32, truncated toward zero: NaN or a huge value fails every check */
-        memcpy(&f, data + 4 * (size_t)e, 4);
-        v = f > -9.2e18f && f < 9.2e18f ? (int64_t)f : INT64_MIN;
+      } else { /* bool (format 2.6): Compress's condition, NonZero's input */
+        v = data[e];
       }
       s->vars[t->value_symbols[e]] = v;
     }

@@ -2,7 +2,8 @@
 """Shape operands fed at run time (docs/symbolic-shapes.md, "Shape operands at run time"): a
 model input that gives a Reshape's shape, Unsqueeze's axes, Expand's shape, ConstantOfShape's
 shape, TopK's k, ReduceSum's axes, Pad's pads (every mode; negative pads crop), Range's limit
-and delta, or OneHot's float depth. Each model is compiled once, without --freeze, for the
+and delta, OneHot's float depth, Resize's scales, or the condition that sizes Compress's and
+NonZero's outputs. Each model is compiled once, without --freeze, for the
 output shape it declares; values that give that shape (every spelling of it: 0 and -1 in a
 Reshape, negative axes, other pads of the same total) match numpy, and values that give another
 shape fail the run with KILN_INVALID_ARGUMENT naming the node and the input, not a wrong
@@ -57,7 +58,7 @@ def main():
         print(f"{label}: {'ok' if good else 'FAILED'}" + ("" if good else f" ({detail})"))
         ok.append(good)
 
-    def case(name, model, fixed, operand, good_values, ref, bad_values, want_words):
+    def case(name, model, fixed, operand, good_values, ref, bad_values, want_words, node=None):
         d = os.path.join(work, name)
         pkg = onnx_case.compile_model(kilnc, d, model)
         for i, v in enumerate(good_values):
@@ -68,7 +69,7 @@ def main():
                   np.allclose(got, want, rtol=1e-5, atol=1e-6), f"got {got.shape}")
         for i, v in enumerate(bad_values):
             good, err = run_fails(kiln_run, d, pkg, {**fixed, operand: v},
-                                  [f"node 'the_{model.graph.node[0].op_type.lower()}'",
+                                  [f"node '{node or 'the_' + model.graph.node[0].op_type.lower()}'",
                                    f"input '{operand}'", *want_words], f"bad{i}")
             check(f"{name} {operand}={v.tolist()} refused", good, err)
 
@@ -148,9 +149,77 @@ def main():
                                         ("depth", TensorProto.FLOAT, []),
                                         ("values", TensorProto.FLOAT, [2])], [3, 10], opset=11),
          {"indices": idx, "values": vals}, "depth",
-         [np.array(v, np.float32) for v in (10.0, 10.7)],
+         [np.array(v, np.float32) for v in (10.0, 10.7, np.nextafter(np.float32(11), np.float32(0)))],
          lambda dp: np.where(np.eye(10, dtype=bool)[idx], vals[1], vals[0]),
-         [np.array(v, np.float32) for v in (9.0, np.nan)], ["must give [10]"])
+         [np.array(v, np.float32) for v in (9.0, 11.0, -10.0, np.inf, np.nan)],
+         ["must give [10]"])
+
+    # Resize with run-time scales: [1, 1, 4, 4] to the declared [1, 1, 3, 3]. Any scales with
+    # floor(4 * s) == 3 (and floor(s) == 1 on the first axes) give that shape, each with its own
+    # coordinates (scale 1.5 on a kept axis shifts it), matched with ONNX's reference resize.
+    from onnx.backend.test.case.node.resize import interpolate_nd, linear_coeffs, cubic_coeffs
+    img = rng.standard_normal((1, 1, 4, 4)).astype(np.float32)
+    for mode, coeffs, transform in (("linear", linear_coeffs, "half_pixel"),
+                                    ("cubic", cubic_coeffs, "align_corners")):
+        case(f"resize_{mode}", model_of("Resize", [("x", TensorProto.FLOAT, img.shape),
+                                                   ("roi", TensorProto.FLOAT, [0]),
+                                                   ("scales", TensorProto.FLOAT, [4])],
+                                        [1, 1, 3, 3], {"mode": mode,
+                                                       "coordinate_transformation_mode": transform}),
+             {"x": img, "roi": np.zeros(0, np.float32)}, "scales",
+             [np.array(v, np.float32) for v in ([1, 1, 0.75, 0.75], [1, 1.5, 0.8, 0.99])],
+             lambda sc: interpolate_nd(img, coeffs, scale_factors=sc.tolist(),
+                                       coordinate_transformation_mode=transform).astype(np.float32),
+             [np.array(v, np.float32) for v in ([1, 1, 0.5, 0.75], [1, 1, 1, 0.75],
+                                                [2, 1, 0.75, 0.75], [1, 1, np.nan, 0.75],
+                                                [1, 1, -0.75, 0.75])],
+             ["must give the output shape (1,1,3,3)", "scale"])
+
+    # A float Range to a float cast of an integer input, then elementwise ops (the expanded
+    # window functions' form): shape inference leaves the Range's length and every value after
+    # it unknown; the declared output [6] decides them (complete_dims_from_outputs), and the
+    # Range checks the input gives that length.
+    nodes = [helper.make_node("Cast", ["size"], ["size_fp"], to=TensorProto.FLOAT),
+             helper.make_node("Constant", [], ["zero"], value_float=0.0),
+             helper.make_node("Constant", [], ["one"], value_float=1.0),
+             helper.make_node("Constant", [], ["step"], value_float=0.5),
+             helper.make_node("Range", ["zero", "size_fp", "one"], ["the_range_out"],
+                              name="the_range"),
+             helper.make_node("Mul", ["the_range_out", "step"], ["scaled"]),
+             helper.make_node("Cos", ["scaled"], ["y"])]
+    g = helper.make_graph(nodes, "window",
+                          [helper.make_tensor_value_info("size", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])])
+    case("range_to_a_cast_size", helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+         {}, "size", [np.array(6, np.int64)],
+         lambda v: np.cos(np.arange(6, dtype=np.float32) * 0.5),
+         [np.array(v, np.int64) for v in (5, 7, 1 << 30)], ["must"], node="the_range")
+
+    # Data-dependent sizes: Compress and NonZero compiled for the count of trues the declared
+    # output gives; any condition with that many matches numpy, any other count is refused.
+    xc = rng.standard_normal((3, 2)).astype(np.float32)
+    conds = [np.array(c, bool) for c in ([1, 0, 1], [0, 1, 1], [1, 1, 0])]
+    case("compress", model_of("Compress", [("x", TensorProto.FLOAT, [3, 2]),
+                                           ("condition", TensorProto.BOOL, [3])], [2, 2],
+                              {"axis": 0}, opset=11),
+         {"x": xc}, "condition", conds, lambda c: np.compress(c, xc, axis=0),
+         [np.array(c, bool) for c in ([1, 1, 1], [0, 0, 0], [0, 0, 1])],
+         ["must hold 2 true (nonzero) elements"])
+    case("compress_flat", model_of("Compress", [("x", TensorProto.FLOAT, [3, 2]),
+                                                ("condition", TensorProto.BOOL, [5])], [3],
+                                   opset=11),
+         {"x": xc}, "condition",
+         [np.array([1, 0, 1, 1, 0], bool), np.array([0] * 2 + [1] * 3, bool)],
+         lambda c: np.compress(c, xc), [np.array([1, 0, 0, 0, 0], bool)],
+         ["must hold 3 true (nonzero) elements"])
+    case("non_zero", model_of("NonZero", [("condition", TensorProto.BOOL, [2, 3])], [2, 4],
+                              out_type=TensorProto.INT64),
+         {}, "condition",
+         [np.array(c, bool) for c in ([[1, 0, 1], [1, 1, 0]], [[1, 1, 1], [0, 0, 1]],
+                                      [[0, 1, 1], [0, 1, 1]])],
+         lambda c: np.array(np.nonzero(c), np.int64),
+         [np.array(c, bool) for c in ([[1, 1, 1], [1, 1, 1]], [[0, 0, 0], [0, 0, 1]])],
+         ["must hold 4 true (nonzero) elements"])
 
     # [3, 2, 2] to [3, 2] without keepdims: axis 1 or axis 2, two different sums; both are
     # compiled and the kernel selects the one the run-time axes name.

@@ -41,6 +41,17 @@ TEST(PlanGolden, SiluAndMulIsOneKernelWithoutIntermediates) {
   EXPECT_EQ(count_ops(ast, Op::IDIV) + count_ops(ast, Op::MOD), 0);
 }
 
+// rangeify: positions computed by a reduction (an ArgMax, a count of trues) are written out
+// before the gather reads through them; a reduction inside a load's index has no kernel to run in.
+TEST(PlanGolden, GatherAtPositionsAReductionComputesRealizesThemFirst) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 3});
+  Tensor y = Tensor::input(g, "y", dtypes::int64, {4, 3});  // random values in [-5, 5]
+  g.add_output("z", x.gather(y.max({1}), 0).uop());
+  Plan p = testing::plan_and_check(g);
+  EXPECT_EQ(p.launches.size(), 2u);  // the positions, then the gather
+}
+
 TEST(PlanGolden, MatmulIsOneKernelWithOneReduceRange) {
   Graph g;
   Tensor a = Tensor::input(g, "a", dtypes::float32, {4, 4});

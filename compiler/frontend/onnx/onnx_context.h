@@ -80,10 +80,14 @@ class NodeContext {
 
   // ---- shape operands fed at run time (run_time_operands.h) ----
   // Input i's elements as symbols (DEFINE_VARs) read from its values when the package runs, when
-  // it is a model input of int32 or int64 elements with a static shape; empty when it is a
+  // it is a model input of int32 or int64 elements with a static shape (a float one refused,
+  // suggesting --freeze); empty when it is a
   // compile-time constant. Throws as const_input does (suggesting --freeze) when it is computed
   // from model inputs.
   std::vector<const UOp*> run_time_ints(size_t i);
+  // As run_time_ints for a float32 input: each symbol holds the element's bit pattern (as an
+  // int32), for checks by float_between (run_time_operands.h).
+  std::vector<const UOp*> run_time_float_bits(size_t i);
   // The static shape the model declares for output `out` (its graph output or value_info type,
   // dim parameters bound by --dim NAME=N). Throws Unsupported, suggesting --freeze, when it
   // declares none: input `operand`, read at run time, cannot then give the shape.
@@ -103,6 +107,7 @@ class NodeContext {
   [[noreturn]] void invalid(const std::string& why) const;
 
  private:
+  std::vector<const UOp*> run_time_values(size_t i);
   const onnx::AttributeProto* attr(const std::string& a) const;
   Importer& imp_;
   const onnx::NodeProto& node_;
@@ -137,6 +142,8 @@ std::string node_where(const onnx::NodeProto& node, int opset);
 // Helpers shared by the families.
 int64_t norm_axis(int64_t axis, int64_t rank, const NodeContext& n);
 NDArray make_array(DType d, const Shape& s, const std::vector<double>& values);
+// 0, 1, ..., len - 1 as a constant.
+Tensor iota(NodeContext& n, int64_t len, DType d = dtypes::int64);
 // A Conv-like node's strides, pads (or auto_pad), dilations and group for input x, weight w.
 ConvParams conv_params(NodeContext& n, const Tensor& x, const Tensor& w);
 // A Conv of DequantizeLinear(uint8 activations, per-tensor scale and zero point) and

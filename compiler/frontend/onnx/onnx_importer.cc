@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "compiler/frontend/onnx/dims_from_outputs.h"
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/support/error.h"
 
@@ -506,6 +507,7 @@ void Importer::run(onnx::ModelProto& m) {
   } catch (const std::exception&) {
     // Shape inference only helps (it may leave types unknown); the importer checks shapes itself.
   }
+  complete_dims_from_outputs(*m.mutable_graph());
   const onnx::GraphProto& graph = m.graph();
   for (const auto& vi : graph.value_info())
     if (vi.type().has_tensor_type()) types_[vi.name()] = vi.type().tensor_type().elem_type();

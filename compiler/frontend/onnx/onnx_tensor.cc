@@ -2,6 +2,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/support/half.h"
@@ -145,6 +146,12 @@ NDArray tensor_data(const onnx::TensorProto& t, const std::string& dir) {
       break;
   }
   return a;
+}
+
+Tensor iota(NodeContext& n, int64_t len, DType d) {
+  std::vector<double> v(static_cast<size_t>(len));
+  std::iota(v.begin(), v.end(), 0.0);
+  return n.constant(make_array(d, {len}, v));
 }
 
 NDArray make_array(DType d, const Shape& s, const std::vector<double>& values) {

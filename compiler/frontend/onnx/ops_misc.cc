@@ -7,18 +7,13 @@
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/frontend/onnx/run_time_operands.h"
 #include "compiler/tensor/indexing.h"
+#include "schema/kiln_abi.h"
 
 namespace kiln::onnxfe {
 
 namespace {
 
 using V = std::vector<Tensor>;
-
-Tensor iota(NodeContext& n, int64_t len) {
-  std::vector<double> v(static_cast<size_t>(len));
-  std::iota(v.begin(), v.end(), 0.0);
-  return n.constant(make_array(dtypes::int64, {len}, v));
-}
 
 // TopK along the last axis of `x` by ranks: element i's rank is the number of elements that come
 // before it (larger, or equal with a smaller index, for the largest-first order); output slot r
@@ -38,20 +33,54 @@ std::pair<Tensor, Tensor> top_k(NodeContext& n, const Tensor& x, int64_t k, bool
   return {values, indices};
 }
 
+// Operand i of a floating-point Range read at run time, as an integer symbol: the length of a
+// float Range has no integer check in general, but a float cast of a scalar integer model input
+// (the expanded window functions' Range to their size) is that integer exactly, within 2^24. A
+// constant operand gives {} (its value, which must be integral, joins the check); any other
+// operand must be known at compile time (const_input names it, suggesting --freeze).
+std::vector<const UOp*> float_range_operand(NodeContext& n, size_t i, std::string& source) {
+  if (n.input_is_const(i)) {
+    double c = n.const_floats(i).at(0);
+    if (c != std::floor(c) || std::fabs(c) > 16777216.0) {
+      size_t at = !n.input_is_const(0) ? 0 : !n.input_is_const(1) ? 1 : 2;
+      n.needs_freeze(at, "a float Range whose constant input " + std::to_string(i) +
+                             " is not an integer has no integer check of its length");
+    }
+    return {};
+  }
+  const UOp* u = n.input(i).uop();
+  while (u->op == Op::RESHAPE || u->op == Op::EXPAND) u = u->src[0];
+  if (u->op != Op::CAST || !u->src[0]->dtype.is_int() || u->src[0]->op != Op::BUFFER ||
+      u->src[0]->buffer().kind != BufferKind::Input) {
+    n.const_input(i);  // throws, suggesting --freeze
+    return {};
+  }
+  const std::vector<int>& syms = n.graph().value_symbols(u->src[0]->buffer().name);
+  if (syms.size() != 1) n.invalid("input " + std::to_string(i) + " must be a scalar");
+  const UOp* x = n.graph().symbol_var(syms[0]);
+  source = "(the model input '" + u->src[0]->buffer().name + "' cast to float) ";
+  const int64_t bound = int64_t{1} << 24;
+  n.require(x->lt(x->const_like(bound + 1))->logical_and(x->const_like(-bound - 1)->lt(x)), i,
+            source + "must lie in [-2^24, 2^24], where a float holds every integer");
+  return {x};
+}
+
 // Range over integers read at run time: the declared length, the values start + i * delta
 // computed by the kernel from the inputs; the run fails unless start, limit and delta give that
 // length (max(0, ceil((limit - start) / delta)), delta nonzero).
 Tensor run_time_range(NodeContext& n) {
   Tensor start = n.input(0), delta = n.input(2);
-  // A floating-point length has no integer check: each operand must be known at compile time
-  // (const_input names the first that is not, suggesting --freeze).
-  if (!start.dtype().is_int())
-    for (size_t i = 0; i < 3; ++i) n.const_input(i);
+  bool is_float = !start.dtype().is_int();
+  std::string source[3];  // a float operand's model input, for the messages
   std::vector<const UOp*> v[3];
   for (size_t i = 0; i < 3; ++i) {
-    v[i] = n.run_time_ints(i);
+    v[i] = is_float ? float_range_operand(n, i, source[i]) : n.run_time_ints(i);
     if (v[i].empty()) {  // a constant operand: its value as a constant of the check
-      std::vector<int64_t> c = n.const_ints(i);
+      std::vector<int64_t> c;
+      if (is_float)
+        for (double f : n.const_floats(i)) c.push_back(static_cast<int64_t>(f));
+      else
+        c = n.const_ints(i);
       if (c.size() != 1) n.invalid("input " + std::to_string(i) + " must be a scalar");
       v[i] = {n.graph().ctx().const_index(c[0])};
     }
@@ -69,10 +98,74 @@ Tensor run_time_range(NodeContext& n) {
   if (dl->op == Op::CONST && dl->cval().i == 0) n.invalid("delta is 0");
   if (dl->op != Op::CONST) n.require(dl->ne(zero), 2, "must not be 0");
   n.require(count->eq(count->const_like(d[0])), operand,
-            "must give, with the other operands, the length " + std::to_string(d[0]) +
+            source[operand] + "must give, with the other operands, the length " +
+                std::to_string(d[0]) +
                 " the package was compiled for (the model's declared output shape)");
   Tensor i = iota(n, d[0]).cast(start.dtype());
   return i.mul(delta.reshape({})).add(start.reshape({}));
+}
+
+// Data-dependent sizes read at run time (Compress's condition, NonZero's input): compiled for
+// the count of true (nonzero) elements the declared output gives; the run fails unless the
+// input holds exactly that many. Output j takes the position whose inclusive count of trues is
+// j + 1 (O(elements * count) compares: for the small conditions this is compiled for).
+Tensor true_positions(NodeContext& n, size_t operand, const Tensor& c, int64_t count) {
+  std::vector<const UOp*> v = n.run_time_ints(operand);
+  if (v.empty()) n.const_input(operand);  // computed from model inputs: needs --freeze
+  const UOp* trues = nullptr;
+  for (const UOp* e : v) {
+    const UOp* t = e->ne(e->const_like(int64_t{0}))->cast(dtypes::index);
+    trues = trues ? trues->add(t) : t;
+  }
+  const UOp* holds = trues->eq(trues->const_like(count));
+  if (program_words(holds) > KILN_ABI_MAX_CHECK_PROGRAM)
+    n.needs_freeze(operand, "its " + std::to_string(v.size()) +
+                                " elements are more than a check of the count of trues reads");
+  n.require(holds, operand,
+            "must hold " + std::to_string(count) +
+                " true (nonzero) elements, the count the package was compiled for (the model's "
+                "declared output shape)");
+  int64_t m = c.numel();
+  Tensor t = c.reshape({m}).ne(c.reshape({m}).like(0.0)).cast(dtypes::int64);  // [m]
+  Tensor i = iota(n, m), j = iota(n, count).reshape({count, 1});
+  Tensor upto = i.reshape({1, m}).le(i.reshape({m, 1}));                // [i, k]: k <= i
+  Tensor prefix = upto.where(t.reshape({1, m}), t.like(0.0)).sum({1});  // [m]
+  Tensor hit = t.eq(t.like(1.0)).logical_and(prefix.eq(j.add(1.0)));    // [count, m]
+  return hit.where(i.reshape({1, m}), i.like(0.0)).sum({1});            // [count]
+}
+
+Tensor run_time_compress(NodeContext& n) {
+  Tensor x = n.input(0), c = n.input(1);
+  bool has_axis = n.has_attr("axis");
+  int64_t axis = has_axis ? norm_axis(n.attr_int("axis"), x.ndim(), n) : 0;
+  Tensor data = has_axis ? x : x.reshape({x.numel()});
+  if (c.ndim() != 1) n.invalid("condition must be 1-D");
+  if (c.numel() > data.dim(axis))
+    n.invalid("condition has " + std::to_string(c.numel()) + " elements for an axis of " +
+              std::to_string(data.dim(axis)));
+  Shape d = n.declared_shape(0, 1);
+  if (static_cast<int64_t>(d.size()) != data.ndim())
+    n.invalid("the declared output's rank is not " + std::to_string(data.ndim()));
+  return data.gather(true_positions(n, 1, c, d[static_cast<size_t>(axis)]), axis);
+}
+
+Tensor run_time_non_zero(NodeContext& n) {
+  Tensor x = n.input(0);
+  Shape d = n.declared_shape(0, 0);
+  int64_t rank = x.ndim();
+  if (d.size() != 2 || d[0] != rank)
+    n.invalid("the declared output is not [" + std::to_string(rank) + ", count]");
+  Tensor flat = true_positions(n, 0, x, d[1]).reshape({1, d[1]});
+  std::vector<double> strides, dims;
+  int64_t stride = 1;
+  for (int64_t a = rank - 1; a >= 0; --a) {
+    strides.insert(strides.begin(), static_cast<double>(stride));
+    dims.insert(dims.begin(), static_cast<double>(x.dim(a)));
+    stride *= x.dim(a);
+  }
+  Tensor s = n.constant(make_array(dtypes::int64, {rank, 1}, strides));
+  Tensor e = n.constant(make_array(dtypes::int64, {rank, 1}, dims));
+  return flat.div(s).mod(e);  // [rank, count]: each position's coordinates
 }
 
 }  // namespace
@@ -208,6 +301,7 @@ void register_misc_ops(OpRegistry& r) {
   };
   r["Compress"] = [](NodeContext& n) {
     Tensor x = n.input(0);
+    if (!n.input_is_const(1)) return V{run_time_compress(n)};
     const NDArray& c = n.const_input(1);
     std::vector<int64_t> cond;
     for (int64_t i = 0; i < c.numel(); ++i) cond.push_back(c.get(i).as_int());
@@ -224,6 +318,7 @@ void register_misc_ops(OpRegistry& r) {
     return V{data.gather(idx, axis)};
   };
   r["NonZero"] = [](NodeContext& n) {
+    if (!n.input_is_const(0)) return V{run_time_non_zero(n)};
     const NDArray& x = n.const_input(0);
     std::vector<int64_t> strides = x.strides();
     std::vector<std::vector<double>> coords(x.shape().size());

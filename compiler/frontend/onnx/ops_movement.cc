@@ -14,12 +14,6 @@ namespace {
 
 using V = std::vector<Tensor>;
 
-Tensor iota(NodeContext& n, int64_t len, DType d = dtypes::int64) {
-  std::vector<double> v(static_cast<size_t>(len));
-  std::iota(v.begin(), v.end(), 0.0);
-  return n.constant(make_array(d, {len}, v));
-}
-
 // `v` (1-D) shaped to broadcast along `axis` of a rank-`rank` tensor.
 Tensor along(const Tensor& v, int64_t axis, int64_t rank) {
   Shape s(static_cast<size_t>(rank), 1);

@@ -1,15 +1,18 @@
 // Resize (opsets 10-13) and Upsample (7-9): nearest, linear and cubic, every
 // coordinate_transformation_mode and nearest_mode, scales or sizes.
 //
-// Shapes are static, so every output position's source taps and weights are known at compile
-// time. Resize is separable: each resized axis is one gather of the taps (an index table, a
-// constant) and a weighted sum over them (a weight table), so an n-D linear resize is n small
-// fusable steps. An axis whose table is the identity is skipped; nearest by an integer factor is
-// a repeat (movement ops only, no gather).
+// With constant scales (or sizes) and roi every output position's source taps and weights are
+// known at compile time; a scale or roi read at run time is run_time_resize.cc's. Resize is
+// separable: each resized axis is one gather of the taps (an index table, a constant) and a
+// weighted sum over them (a weight table), so an n-D linear resize is n small fusable steps. An
+// axis whose table is the identity is skipped; nearest by an integer factor is a repeat (movement
+// ops only, no gather).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/frontend/onnx/resize.h"
 #include "compiler/frontend/onnx/run_time_operands.h"
 
 namespace kiln::onnxfe {
@@ -17,15 +20,6 @@ namespace kiln::onnxfe {
 namespace {
 
 using V = std::vector<Tensor>;
-
-struct ResizeMode {
-  std::string mode = "nearest";                // nearest, linear, cubic
-  std::string transform = "half_pixel";        // coordinate_transformation_mode
-  std::string nearest = "round_prefer_floor";  // nearest_mode ("simple" below opset 11)
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  double extrapolation = 0.0;
-};
 
 // One axis: for output position o, taps idx[o*n + k] of the input with weights w[o*n + k];
 // outside[o] when tf_crop_and_resize maps o outside the input (the extrapolation value).
@@ -239,9 +233,76 @@ std::pair<Shape, std::vector<double>> target(NodeContext& n, const Tensor& x,
   return {out, s};
 }
 
+std::string float_str(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+// Resize (or Upsample) with its scales or roi read at run time: compiled for the declared output
+// shape; each scale read at run time is checked to give it (and, for Upsample, to be at least 1).
+Tensor resize_at_run_time(NodeContext& n, const Tensor& x, const ResizeMode& m, size_t scales_at,
+                          bool upsample) {
+  size_t rank = static_cast<size_t>(x.ndim());
+  Graph& g = n.graph();
+  auto element = [&](const Tensor& t, size_t k) {
+    return t.gather(Tensor::full(g, {}, static_cast<double>(k), dtypes::int64), 0);
+  };
+  Shape out;
+  std::vector<Tensor> scale, roi_start, roi_end;
+  if (n.has_input(scales_at) && !n.input_is_const(scales_at)) {
+    if (!upsample && n.opset() >= 11 && n.has_input(3))
+      n.invalid("both scales and sizes are given (one only)");
+    std::vector<const UOp*> bits = n.run_time_float_bits(scales_at);
+    if (bits.size() != rank)
+      n.invalid("scales has " + std::to_string(bits.size()) + " values for a rank-" +
+                std::to_string(rank) + " input");
+    out = n.declared_shape(0, scales_at);
+    if (out.size() != rank) n.invalid("the declared output's rank differs from the input's");
+    Tensor s = n.input(scales_at).cast(dtypes::float64).reshape({static_cast<int64_t>(rank)});
+    for (size_t k = 0; k < rank; ++k) {
+      auto [lo, hi] = scales_giving(x.shape()[k], out[k]);
+      if (upsample) lo = std::max(lo, 1.0f);
+      if (!(lo <= hi))
+        n.invalid("no scale gives axis " + std::to_string(k) + " the declared size " +
+                  std::to_string(out[k]) + " from " + std::to_string(x.shape()[k]));
+      n.require(float_between(bits[k], lo, hi), scales_at,
+                "must give the output shape " + shape_str(out) +
+                    " the package was compiled for (the model's declared output shape): scale " +
+                    std::to_string(k) + " in [" + float_str(lo) + ", " + float_str(hi) + "]");
+      scale.push_back(element(s, k));
+    }
+  } else {
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    if (n.has_input(scales_at)) scales = n.const_floats(scales_at);
+    if (n.has_input(3))
+      sizes = ints_or_declared(n, 3, 0, [](const Shape& d) { return d; }, "the output sizes");
+    auto [o, sv] = target(n, x, scales, sizes);
+    out = o;
+    for (double v : sv) scale.push_back(Tensor::full(g, {}, v, dtypes::float64));
+  }
+  if (m.transform == "tf_crop_and_resize") {
+    Tensor roi = n.input(1).cast(dtypes::float64);
+    if (roi.numel() != static_cast<int64_t>(2 * rank))
+      n.invalid("roi must have 2 values per axis, got " + std::to_string(roi.numel()));
+    roi = roi.reshape({roi.numel()});
+    for (size_t k = 0; k < rank; ++k) {
+      roi_start.push_back(element(roi, k));
+      roi_end.push_back(element(roi, k + rank));
+    }
+  }
+  return run_time_resize(n, x, m, out, scale, roi_start, roi_end);
+}
+
 V resize_op(NodeContext& n) {
   Tensor x = n.input(0);
   ResizeMode m = resize_mode(n);
+  size_t scales_at = n.opset() < 11 ? 1 : 2;
+  bool crop = m.transform == "tf_crop_and_resize";
+  if ((n.has_input(scales_at) && !n.input_is_const(scales_at)) ||
+      (crop && n.has_input(1) && !n.input_is_const(1)))
+    return V{resize_at_run_time(n, x, m, scales_at, false)};
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
   if (n.opset() < 11) {
@@ -269,6 +330,7 @@ V upsample_op(NodeContext& n) {
     n.invalid("mode '" + m.mode + "' (nearest or linear)");
   m.transform = "asymmetric";
   m.nearest = "simple";
+  if (n.opset() >= 9 && !n.input_is_const(1)) return V{resize_at_run_time(n, x, m, 1, true)};
   std::vector<double> scales = n.opset() < 9 ? n.attr_floats("scales") : n.const_floats(1);
   for (double v : scales)
     if (v < 1) n.invalid("Upsample scales must be at least 1");

@@ -4,7 +4,9 @@
 // a symbol read from its value when the package runs, and the package carries checks that refuse
 // (KILN_INVALID_ARGUMENT, naming the node and the input) values that would give another output.
 #include <algorithm>
+#include <bit>
 #include <climits>
+#include <cmath>
 #include <functional>
 
 #include "compiler/frontend/onnx/onnx_context.h"
@@ -20,15 +22,6 @@ std::string list_str(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
-}
-
-// Postfix words of a check (extent_program's form), to keep each within a package's limit.
-size_t program_words(const UOp* u) {
-  if (u->op == Op::CONST || u->op == Op::DEFINE_VAR) return 2;
-  if (u->op == Op::CAST) return program_words(u->src[0]);
-  size_t n = 1 + (u->op == Op::CMPNE || u->op == Op::XOR ? 3 : 0);
-  for (const UOp* s : u->src) n += program_words(s);
-  return n;
 }
 
 // Every k-element subset of `from` (sorted), in order.
@@ -47,6 +40,14 @@ void subsets(const std::vector<int64_t>& from, size_t k, size_t at, std::vector<
 
 }  // namespace
 
+size_t program_words(const UOp* u) {
+  if (u->op == Op::CONST || u->op == Op::DEFINE_VAR) return 2;
+  if (u->op == Op::CAST) return program_words(u->src[0]);
+  size_t n = 1 + (u->op == Op::CMPNE || u->op == Op::XOR ? 3 : 0);
+  for (const UOp* s : u->src) n += program_words(s);
+  return n;
+}
+
 void require_values(NodeContext& n, size_t operand, const std::vector<const UOp*>& v,
                     const std::vector<std::vector<int64_t>>& allowed, const std::string& what) {
   KILN_CHECK(v.size() == allowed.size(), "require_values: ", v.size(), " values, ", allowed.size(),
@@ -62,16 +63,40 @@ void require_values(NodeContext& n, size_t operand, const std::vector<const UOp*
   }
 }
 
+const UOp* float_between(const UOp* bits, float lo, float hi) {
+  KILN_CHECK(lo > 0 && lo <= hi, "float_between: [", lo, ", ", hi, "] is not a positive range");
+  // Positive floats order as their bit patterns (as int32); NaN, infinity and every negative
+  // float lie outside any such range.
+  const UOp* a = bits->const_like(int64_t{std::bit_cast<int32_t>(lo)});
+  const UOp* b = bits->const_like(int64_t{std::bit_cast<int32_t>(hi)});
+  return a->lt(bits->add(bits->const_like(int64_t{1})))
+      ->logical_and(bits->lt(b->add(b->const_like(int64_t{1}))));
+}
+
 std::vector<int64_t> ints_or_declared(
     NodeContext& n, size_t operand, size_t out,
     const std::function<std::vector<int64_t>(const Shape&)>& from_declared,
     const std::string& what) {
-  std::vector<const UOp*> v = n.run_time_ints(operand);
+  bool is_float = !n.input_is_const(operand) && n.input(operand).dtype().is_float();
+  std::vector<const UOp*> v = is_float ? n.run_time_float_bits(operand) : n.run_time_ints(operand);
   if (v.empty()) return n.const_ints(operand);
   std::vector<int64_t> want = from_declared(n.declared_shape(out, operand));
   if (want.size() != v.size())
     n.invalid("input " + std::to_string(operand) + " has " + std::to_string(v.size()) +
               " elements; the declared output gives " + std::to_string(want.size()));
+  if (is_float) {  // a float cast to an integer (OneHot's depth): truncated to the value
+    for (size_t j = 0; j < v.size(); ++j) {
+      if (want[j] < 1 || want[j] >= (int64_t{1} << 24))
+        n.invalid("the declared output gives " + std::to_string(want[j]) +
+                  ", which a float operand read at run time cannot be checked for (1 to 2^24)");
+      float lo = static_cast<float>(want[j]);
+      float hi = std::nextafter(static_cast<float>(want[j] + 1), 0.0f);
+      n.require(float_between(v[j], lo, hi), operand,
+                "must give " + list_str(want) + " (" + what +
+                    " the package was compiled for, from the model's declared output shape)");
+    }
+    return want;
+  }
   std::vector<std::vector<int64_t>> allowed;
   for (int64_t w : want) allowed.push_back({w});
   require_values(n, operand, v, allowed,
@@ -135,6 +160,18 @@ std::vector<std::vector<int64_t>> run_time_axes(
 }
 
 std::vector<const UOp*> NodeContext::run_time_ints(size_t i) {
+  if (!input_is_const(i) && input(i).dtype().is_float())
+    needs_freeze(i, "a floating-point shape operand read at run time has no integer check here");
+  return run_time_values(i);
+}
+
+std::vector<const UOp*> NodeContext::run_time_float_bits(size_t i) {
+  if (!input_is_const(i) && input(i).dtype() != dtypes::float32)
+    invalid("input " + std::to_string(i) + " must be float32, it is " + input(i).dtype().str());
+  return run_time_values(i);
+}
+
+std::vector<const UOp*> NodeContext::run_time_values(size_t i) {
   if (input_is_const(i)) return {};
   const UOp* u = input(i).uop();
   if (u->op != Op::BUFFER || u->buffer().kind != BufferKind::Input) {

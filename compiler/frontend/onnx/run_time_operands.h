@@ -10,13 +10,22 @@
 
 namespace kiln::onnxfe {
 
+// Postfix words of a check (extent_program's form), to keep each within a package's limit
+// (KILN_ABI_MAX_CHECK_PROGRAM).
+size_t program_words(const UOp* u);
+
 // The run fails unless every element v[j] is one of allowed[j]; `what` completes "input 'x' ...".
 void require_values(NodeContext& n, size_t operand, const std::vector<const UOp*>& v,
                     const std::vector<std::vector<int64_t>>& allowed, const std::string& what);
 
-// Integer operand `operand`: its values when it is a compile-time constant; read at run time,
-// the values `from_declared` derives from output `out`'s declared shape, and the run fails unless
-// the input holds exactly those (`what` names them, completing "input 'x' must give ...").
+// A float32 value symbol (run_time_float_bits: the element's bit pattern) lies in [lo, hi], both
+// positive: a range of the bit patterns, so the check stays integer.
+const UOp* float_between(const UOp* bits, float lo, float hi);
+
+// Integer operand `operand` (or a float one cast to an integer, as OneHot's depth): its values when
+// it is a compile-time constant; read at run time, the values `from_declared` derives from output
+// `out`'s declared shape, and the run fails unless the input holds exactly those (`what` names
+// them, completing "input 'x' must give ...").
 std::vector<int64_t> ints_or_declared(
     NodeContext& n, size_t operand, size_t out,
     const std::function<std::vector<int64_t>(const Shape&)>& from_declared,
