@@ -368,7 +368,10 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       };
       int64_t v = lanes / width, up = tile[0].amount;
       int64_t padded_n = (n + up - 1) / up * up;
-      if (10 * (padded_n - n) > padded_n && cost(2 * v, up / 2) < cost(v, up)) {
+      // Not when the lane axis is the outermost loop and its wider vectors would leave the tasks
+      // few (320 channels in 64s: 5 tasks, which 2 threads split 3:2).
+      bool few_tasks = vec == kr.loops.front() && size_of(vec) / (2 * lanes) < t.max_tasks / 2;
+      if (10 * (padded_n - n) > padded_n && cost(2 * v, up / 2) < cost(v, up) && !few_tasks) {
         tile[0].amount = up / 2;
         lanes *= 2;
       }

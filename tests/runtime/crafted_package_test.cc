@@ -198,6 +198,16 @@ TEST(CraftedPackage, AReadInTheGroupOfItsWriteIsARace) {
                  "(a race)");
 }
 
+// Hole 3, for writes: a launch repeated in its own group writes its output twice, at once.
+TEST(CraftedPackage, ASlotWrittenTwiceInOneGroupIsARace) {
+  expect_refused(craft(net(),
+                       [](fb::PackageT& p) {
+                         auto copy = std::make_unique<fb::LaunchT>(*p.groups[0]->launches[0]);
+                         p.groups[0]->launches.push_back(std::move(copy));
+                       }),
+                 "is written twice");
+}
+
 // Hole 4: an arena slot whose lifetime ends before the group that writes it.
 TEST(CraftedPackage, AWriteOutsideTheSlotsLifetimeIsRefused) {
   expect_refused(craft(net(),
