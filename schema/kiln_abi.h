@@ -34,9 +34,10 @@ extern "C" {
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
 #define KILN_ABI_FORMAT_MINOR                                   \
-  6u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
+  7u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
       * 4: symbolic dims; 5: shape operands as run-time values; \
-      * 6: float32 value symbols as bit patterns, bool ones */
+      * 6: float32 value symbols as bit patterns, bool ones;    \
+      * 7: a slot written in several groups (concatenations) */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static

@@ -8,25 +8,30 @@ namespace kiln {
 
 void parallel_groups(Plan& plan) {
   const size_t n = plan.launches.size();
-  std::vector<int> writer(plan.buffers.size(), -1);
-  for (size_t i = 0; i < n; ++i) {
-    int out = plan.launches[i].args.at(0);
-    KILN_CHECK(writer[static_cast<size_t>(out)] < 0, "buffer ", plan.buffer(out).name,
-               " written by two launches");
-    writer[static_cast<size_t>(out)] = static_cast<int>(i);
-  }
-  // Kahn's algorithm over launch -> launch edges, computing each launch's level.
+  // The launches that write each buffer, in launch order (several for a concatenation whose
+  // parts store into it).
+  std::vector<std::vector<int>> writers(plan.buffers.size());
+  for (size_t i = 0; i < n; ++i)
+    writers[static_cast<size_t>(plan.launches[i].args.at(0))].push_back(static_cast<int>(i));
+  // Kahn's algorithm over launch -> launch edges, computing each launch's level. A reader depends
+  // on every writer of what it reads; the writers of one buffer run in a chain, one per group
+  // (the runtime refuses a slot written twice in one group).
   std::vector<std::vector<int>> users(n);
   std::vector<int> indegree(n, 0), level(n, 0);
+  auto edge = [&](int from, int to) {
+    users[static_cast<size_t>(from)].push_back(to);
+    ++indegree[static_cast<size_t>(to)];
+  };
   for (size_t i = 0; i < n; ++i) {
     const auto& args = plan.launches[i].args;
     for (size_t a = 1; a < args.size(); ++a) {
-      int w = writer[static_cast<size_t>(args[a])];
-      if (w < 0) continue;  // an input or a weight
-      users[static_cast<size_t>(w)].push_back(static_cast<int>(i));
-      ++indegree[i];
+      KILN_CHECK(args[a] != args[0], "launch ", i, " reads the buffer ", plan.buffer(args[0]).name,
+                 " it writes");
+      for (int w : writers[static_cast<size_t>(args[a])]) edge(w, static_cast<int>(i));
     }
   }
+  for (const std::vector<int>& w : writers)
+    for (size_t k = 1; k < w.size(); ++k) edge(w[k - 1], w[k]);
   std::deque<int> ready;
   for (size_t i = 0; i < n; ++i)
     if (indegree[i] == 0) ready.push_back(static_cast<int>(i));

@@ -149,7 +149,7 @@
   "launch %u argument %u: kernel %s touches bytes [%llu, %llu) of slot %u, which has %llu"
 #define KILN_MSG_KERNEL_ARGUMENT_ACCESS "kernel %s argument %u access %u"
 #define KILN_MSG_LAUNCH_WRITES_AN_INPUT_OR_A "launch %u writes an input or a constant (slot %u)"
-#define KILN_MSG_SLOT_IS_WRITTEN_TWICE "slot %u is written twice"
+#define KILN_MSG_SLOT_IS_WRITTEN_TWICE "slot %u is written twice in group %u"
 #define KILN_MSG_SLOT_IS_WRITTEN_AND_READ_IN "slot %u is written and read in group %u (a race)"
 #define KILN_MSG_SLOT_IS_WRITTEN_IN_GROUP_OUTSIDE \
   "slot %u is written in group %u, outside its lifetime [%u, %u]"

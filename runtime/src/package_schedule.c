@@ -132,7 +132,8 @@ static kiln_status check_argument(kiln_loader* ld, uint32_t li, uint32_t g, uint
   if (writes) {
     if (sd->kind != KILN_ABI_SLOT_ARENA && sd->kind != KILN_ABI_SLOT_OUTPUT)
       return kiln_invalid(KM(LAUNCH_WRITES_AN_INPUT_OR_A), li, s);
-    if (use[s].written != INT32_MAX) return kiln_invalid(KM(SLOT_IS_WRITTEN_TWICE), s);
+    /* (Several groups may write one slot: the parts of a concatenation, each its region.) */
+    if (use[s].written == (int32_t)g) return kiln_invalid(KM(SLOT_IS_WRITTEN_TWICE), s, g);
     if (use[s].read == (int32_t)g) return kiln_invalid(KM(SLOT_IS_WRITTEN_AND_READ_IN), s, g);
     if (sd->kind == KILN_ABI_SLOT_ARENA && (sd->first_group > g || sd->last_group < g))
       return kiln_invalid(KM(SLOT_IS_WRITTEN_IN_GROUP_OUTSIDE), s, g, sd->first_group,

@@ -231,6 +231,20 @@ TEST(CodegenShape, ExpConvertsItsExponentAsAVector) {
   }
 }
 
+// Sigmoid's one division is AVX-512's reciprocal estimate and a Newton step (a zmm division
+// holds an FMA port for ~10 cycles of a SiLU's ~20); AVX2, whose estimate has 12 bits, divides.
+TEST(CodegenShape, SigmoidDividesByAnEstimateOnlyWhereItHas14Bits) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 64, 64});
+    g.add_output("y", silu(x).uop());
+    std::string asm_text = assembly_for(g, c).assembly;
+    bool avx512 = c.vector_bytes == 64;
+    EXPECT_EQ(count_matches(asm_text, "vrcp14ps\\s+%zmm") > 0, avx512) << c.name;
+    EXPECT_EQ(count_matches(asm_text, "vdivps") > 0, !avx512) << c.name;
+  }
+}
+
 // A 64x256 uint8 activation times a constant 256x128 int8 weight, compiled to assembly for a CPU.
 Artifacts int8_matmul_for(Graph& g, const char* triple, const char* cpu) {
   Tensor a = Tensor::input(g, "a", dtypes::uint8, {64, 256});

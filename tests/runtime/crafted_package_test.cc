@@ -198,14 +198,15 @@ TEST(CraftedPackage, AReadInTheGroupOfItsWriteIsARace) {
                  "(a race)");
 }
 
-// Hole 3, for writes: a launch repeated in its own group writes its output twice, at once.
+// Hole 3, for writes: a launch repeated in its own group writes its output twice, at once. (Two
+// groups may write one slot: the parts of a concatenation, each its region.)
 TEST(CraftedPackage, ASlotWrittenTwiceInOneGroupIsARace) {
   expect_refused(craft(net(),
                        [](fb::PackageT& p) {
                          auto copy = std::make_unique<fb::LaunchT>(*p.groups[0]->launches[0]);
                          p.groups[0]->launches.push_back(std::move(copy));
                        }),
-                 "is written twice");
+                 "is written twice in group 0");
 }
 
 // Hole 4: an arena slot whose lifetime ends before the group that writes it.

@@ -159,6 +159,46 @@ TEST(PlanGolden, DiamondGivesThreeGroups) {
   EXPECT_EQ(p.groups[1].size(), 2u);  // B and C run side by side
 }
 
+// A concatenation has no kernel of its own: each part's kernel stores into its region of the
+// concatenation's buffer (two convolutions along the channels), and a part that is read
+// elsewhere too (the input x, also the second output) is copied there. Without it, one more
+// kernel read every part through a gate and wrote the whole again.
+TEST(PlanGolden, AConcatenationsPartsStoreIntoItsRegions) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 6, 6});
+  Tensor w1 = Tensor::weight(g, "w1", filled(dtypes::float32, {8, 4, 1, 1}, 0.1));
+  Tensor w2 = Tensor::weight(g, "w2", filled(dtypes::float32, {3, 4, 3, 3}, 0.2));
+  Tensor a = relu(conv(x, w1, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}));
+  Tensor b = conv(x, w2, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1});
+  Tensor cat = concat({a, x, b}, 1);  // (1, 15, 6, 6)
+  Tensor w3 = Tensor::weight(g, "w3", filled(dtypes::float32, {2, 15, 1, 1}, 0.3));
+  g.add_output("y", conv(cat, w3, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  g.add_output("x_again", x.neg().uop());
+  Plan p = testing::plan_and_check(g);
+  int concat_buffer = -1;
+  for (const PlanBuffer& b : p.buffers)
+    if (b.shape == Shape{1, 15, 6, 6}) concat_buffer = b.id;
+  ASSERT_GE(concat_buffer, 0);
+  std::vector<size_t> writer_groups;
+  size_t reader_group = 0;
+  for (size_t gi = 0; gi < p.groups.size(); ++gi)
+    for (int li : p.groups[gi]) {
+      const Launch& l = p.launches[static_cast<size_t>(li)];
+      if (l.args[0] == concat_buffer) writer_groups.push_back(gi);
+      for (size_t a = 1; a < l.args.size(); ++a)
+        if (l.args[a] == concat_buffer) reader_group = gi;
+    }
+  // Three writers (the relu'd convolution, the copy of x, the convolution), one per group, and
+  // the reader after them; nothing else computes the concatenation.
+  ASSERT_EQ(writer_groups.size(), 3u);
+  EXPECT_NE(writer_groups[0], writer_groups[1]);
+  EXPECT_NE(writer_groups[1], writer_groups[2]);
+  EXPECT_NE(writer_groups[0], writer_groups[2]);
+  for (size_t w : writer_groups) EXPECT_LT(w, reader_group);
+  // 3 writers, x padded for the 3x3 convolution, the convolution reading the whole, the negation
+  EXPECT_EQ(p.launches.size(), 6u);
+}
+
 TEST(PlanGolden, ReshapeOfAContiguousBufferLeavesNoDivMod) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 4, 5});
