@@ -154,6 +154,38 @@ def main():
          [np.array(v, np.float32) for v in (9.0, 11.0, -10.0, np.inf, np.nan)],
          ["must give [10]"])
 
+    # MelWeightMatrix: num_mel_bins and dft_length give the output's shape [dft_length / 2 + 1,
+    # num_mel_bins]; dft_length 16 and 17 both give the declared 9 rows and place the filters'
+    # edges differently, 15 and 18 give other shapes. The reference follows ONNX's test.
+    def mel_ref(mels, dft, rate, low, high):
+        to_mel = lambda f: 2595 * np.log10(1 + f / 700)
+        step = (to_mel(high) - to_mel(low)) / (mels + 2)
+        hz = 700 * (np.power(10, (np.arange(mels + 2) * step + to_mel(low)) / 2595) - 1)
+        edges = (((dft + 1) * hz) // rate).astype(int)
+        out = np.zeros((dft // 2 + 1, mels))
+        for i in range(mels):
+            lo, c, hi = edges[i], edges[i + 1], edges[i + 2]
+            if c == lo:
+                out[c, i] = 1
+            else:
+                for j in range(lo, c + 1):
+                    out[j, i] = (j - lo) / (c - lo)
+            for j in range(c, hi):
+                out[j, i] = (hi - j) / (hi - c)
+        return out.astype(np.float32)
+
+    mel_inputs = [("num_mel_bins", TensorProto.INT32, []), ("dft_length", TensorProto.INT32, []),
+                  ("sample_rate", TensorProto.INT32, []),
+                  ("lower_edge_hertz", TensorProto.FLOAT, []),
+                  ("upper_edge_hertz", TensorProto.FLOAT, [])]
+    mel_fixed = {"num_mel_bins": np.array(8, np.int32), "sample_rate": np.array(8192, np.int32),
+                 "lower_edge_hertz": np.array(100, np.float32),
+                 "upper_edge_hertz": np.array(4000, np.float32)}
+    case("mel_weight_matrix", model_of("MelWeightMatrix", mel_inputs, [9, 8], opset=17),
+         mel_fixed, "dft_length", [np.array(v, np.int32) for v in (16, 17)],
+         lambda dft: mel_ref(8, int(dft), 8192, np.float32(100), np.float32(4000)),
+         [np.array(v, np.int32) for v in (15, 18)], ["must be 16 or 17"])
+
     # Resize with run-time scales: [1, 1, 4, 4] to the declared [1, 1, 3, 3]. Any scales with
     # floor(4 * s) == 3 (and floor(s) == 1 on the first axes) give that shape, each with its own
     # coordinates (scale 1.5 on a kept axis shifts it), matched with ONNX's reference resize.

@@ -1,4 +1,4 @@
-// Signal ops (opset 17): DFT, STFT and the Hann, Hamming and Blackman windows.
+// Signal ops (opset 17): DFT, STFT, MelWeightMatrix and the Hann, Hamming and Blackman windows.
 //
 // A DFT over a static length is a matrix product: the signal's real and imaginary parts times
 // cos/sin tables computed at compile time (double precision, stored as the signal's type), so it
@@ -206,9 +206,71 @@ V window_fn(NodeContext& n, const std::vector<double>& cosines) {
   return V{n.constant(make_array(d, {len}, w))};
 }
 
+// MelWeightMatrix (opset 17): num_mel_bins triangular filters over dft_length / 2 + 1 spectrogram
+// bins, their edges num_mel_bins + 2 points evenly spaced on the mel scale (2595 log10(1 + f /
+// 700)) between the edge frequencies, converted back to hertz and to integer bins as the
+// specification's reference does: floor((dft_length + 1) * f / sample_rate), in float64. Filter
+// i rises from 0 at edge i to 1 at edge i + 1 (1 there alone when the two coincide) and falls to 0
+// at edge i + 2. num_mel_bins and dft_length give the output's shape: constants, or read at run
+// time and checked against the declared output; the other three are read as values.
+V mel_weight_matrix(NodeContext& n) {
+  auto declared = [&](const Shape& d) {
+    if (d.size() != 2) n.invalid("the declared output is not 2-D");
+    return d;
+  };
+  int64_t mels = ints_or_declared(
+                     n, 0, 0, [&](const Shape& d) { return std::vector<int64_t>{declared(d)[1]}; },
+                     "the number of mel bins")
+                     .at(0);
+  // dft_length: two values give one number of spectrogram bins, and the value itself places the
+  // bins' edges, so it is read as a value too.
+  int64_t spectrum = 0;
+  if (n.input_is_const(1)) {
+    std::vector<int64_t> d = n.const_ints(1);
+    if (d.size() != 1 || d[0] < 0) n.invalid("dft_length must be one non-negative value");
+    spectrum = d[0] / 2 + 1;
+  } else {
+    spectrum = declared(n.declared_shape(0, 1))[0];
+    std::vector<const UOp*> v = n.run_time_ints(1);
+    if (v.size() != 1) n.invalid("dft_length must be a scalar");
+    require_values(n, 1, v, {{2 * spectrum - 2, 2 * spectrum - 1}},
+                   str_cat("must be ", 2 * spectrum - 2, " or ", 2 * spectrum - 1,
+                           " (the package was compiled for ", spectrum,
+                           " spectrogram bins, from the model's declared output shape)"));
+  }
+  if (mels < 1 || spectrum < 1) n.invalid("num_mel_bins and dft_length must be positive");
+  auto scalar = [&](size_t i) {
+    Tensor t = n.input(i);
+    if (t.numel() != 1) n.invalid(str_cat("input ", i, " must be a scalar"));
+    return t.reshape({}).cast(dtypes::float64);
+  };
+  Tensor dft = scalar(1), rate = scalar(2), low = scalar(3), high = scalar(4);
+  auto to_mel = [](const Tensor& hz) {
+    return hz.div(700.0).add(1.0).log().mul(2595.0 / std::log(10.0));
+  };
+  Tensor low_mel = to_mel(low);
+  Tensor step = to_mel(high).sub(low_mel).div(static_cast<double>(mels + 2));
+  Tensor edges_mel = iota(n, mels + 2, dtypes::float64).mul(step).add(low_mel);
+  Tensor edges_hz = edges_mel.mul(std::log(10.0) / 2595.0).exp().sub(1.0).mul(700.0);
+  Tensor edges = dft.add(1.0).mul(edges_hz).div(rate).floor();  // integers, in float64
+  auto part = [&](int64_t from) { return edges.shrink({{from, from + mels}}).reshape({1, mels}); };
+  Tensor l = part(0), c = part(1), h = part(2);
+  Tensor j = iota(n, spectrum, dtypes::float64).reshape({spectrum, 1});
+  Tensor zero = Tensor::full(n.graph(), {}, 0.0, dtypes::float64);
+  Tensor one = Tensor::full(n.graph(), {}, 1.0, dtypes::float64);
+  Tensor rising = l.lt(c).logical_and(l.le(j)).logical_and(j.le(c));
+  Tensor v = rising.where(j.sub(l).div(c.sub(l)), zero);
+  v = c.eq(l).logical_and(j.eq(c)).where(one, v);
+  Tensor falling = c.lt(h).logical_and(c.le(j)).logical_and(j.lt(h));
+  v = falling.where(h.sub(j).div(h.sub(c)), v);
+  DType d = dtype_of(static_cast<int>(n.attr_int("output_datatype", onnx::TensorProto::FLOAT)));
+  return V{v.cast(d)};
+}
+
 }  // namespace
 
 void register_signal_ops(OpRegistry& r) {
+  r["MelWeightMatrix"] = mel_weight_matrix;
   r["DFT"] = dft;
   r["STFT"] = stft;
   r["HannWindow"] = [](NodeContext& n) { return window_fn(n, {0.5, -0.5}); };
