@@ -215,16 +215,19 @@ TEST(CodegenShape, AStemConvolutionStoresWholeVectorsAlongItsPositions) {
   }
 }
 
-// The optimization levels mean different code: 0 scalar loops in one task, 1 vectors and tasks
-// without register tiles or unrolls, 2 register tiles with the reduction unrolled.
+// The assembly of SiLU over a [4, 64, 64] input for CPU c.
+std::string silu_assembly(const Cpu& c) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 64, 64});
+  g.add_output("y", silu(x).uop());
+  return assembly_for(g, c).assembly;
+}
+
 // exp (here inside SiLU) converts its exponent to integers a whole vector at a time: a vector
 // llvm.fptosi.sat was scalarized by LLVM's x86 backend into one vcvttss2si per lane.
 TEST(CodegenShape, ExpConvertsItsExponentAsAVector) {
   for (const Cpu& c : kCpus) {
-    Graph g;
-    Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 64, 64});
-    g.add_output("y", silu(x).uop());
-    std::string asm_text = assembly_for(g, c).assembly;
+    std::string asm_text = silu_assembly(c);
     EXPECT_EQ(count_matches(asm_text, "cvttss2si"), 0) << c.name;
     EXPECT_GT(count_matches(asm_text, "vcvttps2dq\\s+" + std::string(c.vector_register)), 0)
         << c.name;
@@ -235,10 +238,7 @@ TEST(CodegenShape, ExpConvertsItsExponentAsAVector) {
 // holds an FMA port for ~10 cycles of a SiLU's ~20); AVX2, whose estimate has 12 bits, divides.
 TEST(CodegenShape, SigmoidDividesByAnEstimateOnlyWhereItHas14Bits) {
   for (const Cpu& c : kCpus) {
-    Graph g;
-    Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 64, 64});
-    g.add_output("y", silu(x).uop());
-    std::string asm_text = assembly_for(g, c).assembly;
+    std::string asm_text = silu_assembly(c);
     bool avx512 = c.vector_bytes == 64;
     EXPECT_EQ(count_matches(asm_text, "vrcp14ps\\s+%zmm") > 0, avx512) << c.name;
     EXPECT_EQ(count_matches(asm_text, "vdivps") > 0, !avx512) << c.name;
@@ -408,6 +408,8 @@ TEST(CodegenShape, AStrideTwoRowPaddedToWholeVectorsIsMaskedLoadsAndAShuffle) {
   }
 }
 
+// The optimization levels mean different code: 0 scalar loops in one task, 1 vectors and tasks
+// without register tiles or unrolls, 2 register tiles with the reduction unrolled.
 TEST(CodegenShape, OptLevelsDiffer) {
   for (const Cpu& c : kCpus) {
     std::vector<std::vector<Opt>> opts;
