@@ -297,6 +297,23 @@ TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVector
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 64}}));
   EXPECT_EQ(upcasts(49, avx2),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+  // A 7-wide row (a 3x3 layer at 7x7, its padded input keeping H and W apart) pads to 8 in
+  // groups of 4 as in groups of 8: it keeps 8 positions x 32 channels, which load half the
+  // weight vectors per FMA (resnet50's layer4 3x3 layers: 2.04 ms with 4 x 64, 1.78 with 8 x 32).
+  Graph g;
+  g.lowering().winograd = false;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, 7, 7});
+  NDArray w(dtypes::float32, {512, 512, 3, 3});
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  const UOp* layer = nullptr;  // (the other kernel pads the input)
+  for (const KernelProgram& k : p.programs)
+    if (is_contraction_kernel(k.ast)) layer = k.ast;
+  ASSERT_NE(layer, nullptr);
+  EXPECT_EQ(upcasts_of(default_opts(layer, avx512)),
+            (std::vector<Opt>{{OptKind::Upcast, 2, 8}, {OptKind::Upcast, 0, 32}}));
 }
 
 // The same rule for a 1x1 convolution, whose lane axis (output channels) is the outermost loop
