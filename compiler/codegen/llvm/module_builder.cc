@@ -33,7 +33,7 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
     entries.push_back(f.entry);
   }
   // Divisions marked as allowing a reciprocal (sigmoid's 1/(1+e)) become AVX-512's 14-bit
-  // estimate and one Newton step (sigmoid 2.31 -> 2.90 ulp). AVX2's estimate has 12 bits, which
+  // estimate and one Newton step (sigmoid stays at 2.31 ulp). AVX2's estimate has 12 bits, which
   // one step left at 3.16 ulp against the test's bound of 4: AVX2 keeps the division.
   // (LLVM's own default would take the 12-bit estimate there: it is turned off explicitly.)
   const char* estimates =
