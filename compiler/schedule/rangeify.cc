@@ -44,6 +44,14 @@ struct MemoHash {
 // The deepest expression one kernel computes (nodes from the store to a leaf).
 constexpr int kMaxFusedDepth = 256;
 
+// Where a part of a concatenation is stored (concat_in_place): the whole's shape and the part's
+// offset along the axis.
+struct Placement {
+  Shape layout;
+  size_t axis = 0;
+  int64_t offset = 0;
+};
+
 class Lowerer {
  public:
   Lowerer(Graph& g, const FusionPolicy& policy)
@@ -115,8 +123,14 @@ class Lowerer {
 
   // ---------------------------------------------------------------- one kernel
 
-  void build_kernel(const UOp* root, int out, bool copy) {
-    if (!copy && !into_.count(root) && concat_in_place(root, out)) return;
+  // `place`: store into a region of a concatenation's buffer (concat_in_place); a part queued
+  // to compute itself there finds its region in into_.
+  void build_kernel(const UOp* root, int out, bool copy, const Placement* place = nullptr) {
+    if (!place) {
+      auto it = into_.find(root);
+      if (it != into_.end()) place = &it->second;
+    }
+    if (!copy && !place && concat_in_place(root, out)) return;
     root_ = root;
     args_.assign(1, out);
     arg_of_.clear();
@@ -148,9 +162,6 @@ class Lowerer {
     else
       value = compute(root, idx, t);
     // A part of a concatenation stores into its region of the whole (concat_in_place).
-    const Placement* place = nullptr;
-    const auto& placements = copy ? copy_into_ : into_;
-    if (auto it = placements.find(root); it != placements.end()) place = &it->second;
     const Shape& layout = place ? place->layout : shape;
     Idx at = idx;
     if (place) at[place->axis] = simplify(idx[place->axis]->add(place->offset));
@@ -172,8 +183,9 @@ class Lowerer {
   // axis) computed by its own kernel reads every part through a gate and writes it again:
   // squeezenet1_1's eight Concat kernels took 0.37 of its 4.4 ms. Instead each part's kernel
   // stores into its region of the concatenation's buffer (at an offset along the axis), and the
-  // concatenation has no kernel of its own. A part that other nodes read too, or that is already
-  // in a buffer (an input, a weight), is copied into its region by a kernel of its own.
+  // concatenation has no kernel of its own. A part that other nodes read too is computed into its
+  // region by a kernel of its own when it is cheap (a view, elementwise work over buffers), else
+  // kept in its buffer and copied there, as is a part already in one (an input, a weight).
   // parallel_groups runs the writers of one buffer in different groups.
   bool concat_in_place(const UOp* root, int out) {
     if (extents_.symbolic(root) || shape_numel(root->shape()) == 0) return false;
@@ -222,8 +234,7 @@ class Lowerer {
                  users_of(x) == 1 && !into_.count(x);
       res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root), ": ",
                                         describe_node(x),
-                                        own ? " -> stored into its region of the concatenation"
-                                            : " -> copied into its region of the concatenation"));
+                                        " -> stored into its region of the concatenation"));
       if (own) {
         realized_[x] = out;
         into_.emplace(x, place);
@@ -231,10 +242,13 @@ class Lowerer {
         work_.push_back(x);
         continue;
       }
-      if (x->op != Op::BUFFER && !realized_.count(x)) realize(x);
-      copy_into_.emplace(x, place);
-      build_kernel(x, out, true);
-      copy_into_.erase(x);
+      bool in_buffer = x->op == Op::BUFFER || realized_.count(x);
+      if (!in_buffer && !reaches_reduction(x)) {
+        build_kernel(x, out, false, &place);
+        continue;
+      }
+      if (!in_buffer) realize(x);
+      build_kernel(x, out, true, &place);
     }
     return true;
   }
@@ -681,14 +695,8 @@ class Lowerer {
   std::vector<const UOp*> fused_;  // the nodes the current kernel computes inline
   std::unordered_map<const UOp*, int64_t> consumers_;     // see count_consumers
   std::unordered_map<const UOp*, int64_t> direct_users_;  // nodes with it as a source
-  // Where a part of a concatenation is stored (concat_in_place): the whole's shape and the
-  // part's offset along the axis. into_: the part's own kernel; copy_into_: a copy of it.
-  struct Placement {
-    Shape layout;
-    size_t axis = 0;
-    int64_t offset = 0;
-  };
-  std::unordered_map<const UOp*, Placement> into_, copy_into_;
+  // The parts of concatenations that compute themselves into their region, from the work queue.
+  std::unordered_map<const UOp*, Placement> into_;
   std::unordered_map<const UOp*, bool> reaches_reduction_;  // cache; realized nodes stop the walk
   int64_t next_range_ = 0;
   int depth_ = 0;  // of lower() calls: the expression depth reached
