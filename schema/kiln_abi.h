@@ -34,10 +34,11 @@ extern "C" {
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
 #define KILN_ABI_FORMAT_MINOR                                   \
-  7u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
+  8u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
       * 4: symbolic dims; 5: shape operands as run-time values; \
       * 6: float32 value symbols as bit patterns, bool ones;    \
-      * 7: a slot written in several groups (concatenations) */
+      * 7: a slot written in several groups (concatenations);   \
+      * 8: loop groups */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
@@ -174,6 +175,7 @@ enum {
   KILN_ABI_PACKAGE_VARIANTS,
   KILN_ABI_PACKAGE_SYMBOLS, /* format 2.4 */
   KILN_ABI_PACKAGE_CHECKS,  /* format 2.5 */
+  KILN_ABI_PACKAGE_LOOPS,   /* format 2.8 (also a Variant's) */
   KILN_ABI_PACKAGE_FIELD_COUNT
 };
 enum {
@@ -208,6 +210,26 @@ enum {
   KILN_ABI_SYMBOL_FIELD_COUNT
 };
 enum { KILN_ABI_CHECK_CODE, KILN_ABI_CHECK_MESSAGE, KILN_ABI_CHECK_FIELD_COUNT };
+enum {
+  KILN_ABI_LOOP_NAME,
+  KILN_ABI_LOOP_FIRST_GROUP,
+  KILN_ABI_LOOP_LAST_GROUP,
+  KILN_ABI_LOOP_TRIPS_SLOT,
+  KILN_ABI_LOOP_COND_SLOT,
+  KILN_ABI_LOOP_MAX_TRIPS,
+  KILN_ABI_LOOP_ITERATION_SYMBOL,
+  KILN_ABI_LOOP_COUNT_SYMBOL,
+  KILN_ABI_LOOP_FIELD_COUNT
+};
+/* Loop control (format 2.8), one rule for the runtime and the compiler's JIT and interpreter:
+ * whether iteration |i| of a loop runs, given its trip count (|trips| < 0: none), its condition
+ * (|cond| < 0: none) and the iterations the package is planned for. 1: it runs; 0: the loop
+ * ends; -1: it would run past |max| (an error: a trip count above the bound fails before the
+ * first iteration). */
+static inline int kiln_abi_loop_continues(int64_t i, int64_t trips, int cond, int64_t max) {
+  if (cond == 0 || (trips >= 0 && i >= trips)) return 0;
+  return i < max && trips <= max ? 1 : -1;
+}
 /* The opcodes of an output extent's postfix program (TensorInfo.extents). CONST and VAR take the
  * next int64 as their operand (a value; a symbol index); the others pop b, then a, and push
  * a op b. IDIV truncates toward zero and MOD takes the dividend's sign (C), as the compiler's
@@ -296,6 +318,7 @@ enum {
 #define KILN_ABI_MAX_CHECK_PROGRAM 256u /* int64 words per check's program (format 2.5) */
 #define KILN_ABI_MAX_EXTENT_STACK 16u
 #define KILN_ABI_MAX_CHECKS 64u /* run-time value checks (format 2.5) */
+#define KILN_ABI_MAX_LOOPS 64u  /* loop groups (format 2.8) */
 
 /* The byte offset of field |index| in a FlatBuffers vtable (flatc's VT_ constants). */
 #define KILN_ABI_VTABLE_OFFSET(index) (4 + 2 * (index))

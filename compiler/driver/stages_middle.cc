@@ -30,6 +30,13 @@ bool always(Emit) {
 std::string plan_kernels_text(const Plan& plan, bool with_ast) {
   std::ostringstream os;
   for (size_t g = 0; g < plan.groups.size(); ++g) {
+    for (const PlanLoop& l : plan.loops)
+      if (l.first_group == static_cast<int>(g))
+        os << "loop " << l.name << ": groups " << l.first_group << ".." << l.last_group
+           << " per iteration, trip count "
+           << (l.trips < 0 ? std::string("none") : plan.buffer(l.trips).name) << ", condition "
+           << (l.cond < 0 ? std::string("none") : plan.buffer(l.cond).name) << ", at most "
+           << l.max_trips << " iterations\n";
     os << "group " << g << ":\n";
     for (int li : plan.groups[g]) {
       const Launch& l = plan.launches[static_cast<size_t>(li)];
@@ -97,6 +104,7 @@ void rangeify_run(Compilation& c) {
   plan.inputs = std::move(r.inputs);
   plan.outputs = std::move(r.outputs);
   plan.fusion_log = std::move(r.fusion_log);
+  plan.loops = std::move(r.loops);
   plan.symbols = c.a.graph->symbols();
   plan.checks = c.a.graph->checks();
   c.a.rangeified = std::move(r.kernels);
@@ -185,6 +193,12 @@ std::string plan_summary(const Plan& plan, bool json) {
     for (size_t i = 0; i < plan.symbols.size(); ++i)
       os << (i ? ", " : "") << "{\"name\": \"" << plan.symbols[i].name
          << "\", \"min\": " << plan.symbols[i].min << ", \"max\": " << plan.symbols[i].max << "}";
+    os << "], \"loops\": [";
+    for (size_t i = 0; i < plan.loops.size(); ++i)
+      os << (i ? ", " : "") << "{\"name\": \"" << plan.loops[i].name
+         << "\", \"first_group\": " << plan.loops[i].first_group
+         << ", \"last_group\": " << plan.loops[i].last_group
+         << ", \"max_trips\": " << plan.loops[i].max_trips << "}";
     os << "]}";
     return os.str();
   }

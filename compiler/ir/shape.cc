@@ -120,6 +120,11 @@ const Shape* UOp::shape_ptr() const {
       [](const UOp* n) {
         n->shape_known_ = true;
         if (!has_tensor_shape(n->op)) return;
+        // A symbol's value as a tensor (a loop's iteration number): a scalar.
+        if (n->op == Op::CAST && n->src[0]->op == Op::DEFINE_VAR) {
+          n->shape_ = std::make_unique<Shape>();
+          return;
+        }
         for (const UOp* s : n->src)
           if (!s->shape_) return;  // a kernel-level source: this node is not a tensor
         n->shape_ = std::make_unique<Shape>(infer(n));

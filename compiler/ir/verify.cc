@@ -11,8 +11,9 @@ OpSet allowed(IrStage s) {
   OpSet base = ops::alu() | OpSet{Op::CONST, Op::CAST, Op::BITCAST, Op::SINK, Op::NOOP};
   switch (s) {
     case IrStage::Tensor:
+      // (DEFINE_VAR: a loop's iteration number, as CAST(DEFINE_VAR) — a scalar tensor.)
       return base | ops::movement() |
-             OpSet{Op::BUFFER, Op::REDUCE_AXIS, Op::CONTIGUOUS, Op::GATHER};
+             OpSet{Op::BUFFER, Op::REDUCE_AXIS, Op::CONTIGUOUS, Op::GATHER, Op::DEFINE_VAR};
     case IrStage::Kernel:
       return base | OpSet{Op::DEFINE_GLOBAL, Op::DEFINE_VAR, Op::RANGE, Op::INDEX,
                           Op::LOAD,          Op::STORE,      Op::REDUCE};
@@ -104,7 +105,9 @@ class Verifier {
       default:
         break;
     }
-    if (stage_ == IrStage::Tensor && (arity || u->op == Op::CAST || u->op == Op::BITCAST)) {
+    bool symbol_value = u->op == Op::CAST && u->src[0]->op == Op::DEFINE_VAR;
+    if (stage_ == IrStage::Tensor && !symbol_value &&
+        (arity || u->op == Op::CAST || u->op == Op::BITCAST)) {
       const Shape& s0 = u->src[0]->shape();
       for (const UOp* s : u->src)
         if (s->shape() != s0) fail(u, "sources of an elementwise op differ in shape");

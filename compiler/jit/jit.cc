@@ -233,8 +233,17 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
   vars.push_back(0);  // never empty: data() is a valid pointer
   for (const MemorySlot& s : plan.memory.slots)
     ptr[static_cast<size_t>(s.buffer)] = arena + s.offset;
-  for (const auto& group : plan.groups)
-    for (int li : group) {
+  auto read_scalar = [&](int buffer) {
+    const PlanBuffer& b = plan.buffer(buffer);
+    return NDArray(b.dtype, {},
+                   std::vector<uint8_t>(static_cast<uint8_t*>(ptr[static_cast<size_t>(buffer)]),
+                                        static_cast<uint8_t*>(ptr[static_cast<size_t>(buffer)]) +
+                                            b.dtype.itemsize()))
+        .get(0)
+        .as_int();
+  };
+  run_schedule(plan, vars, read_scalar, [&](int g) {
+    for (int li : plan.groups[static_cast<size_t>(g)]) {
       const Launch& l = plan.launches[static_cast<size_t>(li)];
       std::vector<void*> args;
       for (int b : l.args) args.push_back(ptr[static_cast<size_t>(b)]);
@@ -242,6 +251,7 @@ std::map<std::string, NDArray> JitProgram::run(const Graph& g,
       for (uint32_t t = 0; t < n; ++t)
         jit_->kernel(static_cast<size_t>(l.program)).call(args, vars.data(), t, n);
     }
+  });
   // A symbolic output: its valid region, at the shape its extents give.
   for (int id : plan.outputs) {
     const PlanBuffer& b = plan.buffer(id);

@@ -170,6 +170,31 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
                   : "check: " + (c->message() ? c->message()->str() : std::string("?")) + "\n";
     return r + (json ? "]" : "");
   };
+  // Format 2.8: the loop groups (variant 0's).
+  auto loops = [&] {
+    std::string r = json ? "[" : "";
+    if (p->loops())
+      for (const fb::Loop* l : *p->loops()) {
+        std::string name = l->name() ? l->name()->str() : "?";
+        std::string trips =
+            l->trips_slot() < 0 ? std::string("none") : "slot " + std::to_string(l->trips_slot());
+        std::string cond =
+            l->cond_slot() < 0 ? std::string("none") : "slot " + std::to_string(l->cond_slot());
+        if (json)
+          r += std::string(r.size() > 1 ? ", " : "") + "{\"name\": " + json_str(l->name()) +
+               ", \"first_group\": " + std::to_string(l->first_group()) +
+               ", \"last_group\": " + std::to_string(l->last_group()) +
+               ", \"trips_slot\": " + std::to_string(l->trips_slot()) +
+               ", \"cond_slot\": " + std::to_string(l->cond_slot()) +
+               ", \"max_trips\": " + std::to_string(l->max_trips()) + "}";
+        else
+          r += "loop " + name + ": groups " + std::to_string(l->first_group()) + ".." +
+               std::to_string(l->last_group()) + " per iteration, trip count " + trips +
+               ", condition " + cond + ", at most " + std::to_string(l->max_trips()) +
+               " iterations\n";
+      }
+    return r + (json ? "]" : "");
+  };
   const fb::Provenance* prov = p->provenance();
   const fb::Target* tgt = p->target();
   std::string feats = json ? "[" : "";
@@ -224,7 +249,7 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
        << ", \"selftest\": " << (p->selftest() ? "true" : "false")
        << ", \"signed_by\": " << (sig.signer.empty() ? "null" : "\"" + sig.signer + "\"")
        << ", \"signature_ok\": " << (sig.valid ? "true" : "false") << ", \"symbols\": " << symbols()
-       << ", \"checks\": " << checks() << "}";
+       << ", \"checks\": " << checks() << ", \"loops\": " << loops() << "}";
     return os.str();
   }
   os << "format " << (prov ? prov->format_major() : 0) << "." << (prov ? prov->format_minor() : 0)
@@ -241,6 +266,7 @@ std::string describe_package(const std::vector<uint8_t>& bytes, bool json) {
   os << symbols() << checks() << "inputs:\n"
      << tensors(p->inputs()) << "outputs:\n"
      << tensors(p->outputs());
+  os << loops();
   os << "kernels: " << kernels << ", launches: " << launches << ", groups: " << groups << ", "
      << static_cast<double>(variants[0].flops) * 1e-9 << " GFLOP per run\n";
   os << "arena: " << p->arena_size() << " bytes (lower bound " << p->arena_lower_bound() << "), "

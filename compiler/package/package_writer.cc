@@ -117,6 +117,7 @@ struct VariantTables {
   flatbuffers::Offset<flatbuffers::Vector<uint8_t>> code;
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Slot>>> slots;
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Group>>> groups;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Loop>>> loops;
   uint64_t arena_size, arena_lower_bound;
   uint32_t arena_alignment;
 };
@@ -245,6 +246,22 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
     groups.push_back(fb::CreateGroupDirect(fbb, &launches));
   }
   out.groups = fbb.CreateVector(groups);
+  if (!plan.loops.empty()) {
+    if (plan.loops.size() > KILN_ABI_MAX_LOOPS)
+      throw Error(str_cat("the model has ", plan.loops.size(),
+                          " loop groups; a package holds at most ", KILN_ABI_MAX_LOOPS));
+    std::vector<const PlanLoop*> order;
+    for (const PlanLoop& l : plan.loops) order.push_back(&l);
+    std::sort(order.begin(), order.end(),
+              [](const PlanLoop* a, const PlanLoop* b) { return a->first_group < b->first_group; });
+    std::vector<flatbuffers::Offset<fb::Loop>> loops;
+    for (const PlanLoop* l : order)
+      loops.push_back(fb::CreateLoopDirect(
+          fbb, l->name.c_str(), static_cast<uint32_t>(l->first_group),
+          static_cast<uint32_t>(l->last_group), l->trips, l->cond, l->max_trips,
+          static_cast<uint32_t>(l->iteration), static_cast<uint32_t>(l->count)));
+    out.loops = fbb.CreateVector(loops);
+  }
 
   const TargetInfo& t = *v.target;
   std::vector<flatbuffers::Offset<flatbuffers::String>> feats;
@@ -322,6 +339,7 @@ std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
     vb.add_arena_alignment(v.arena_alignment);
     vb.add_arena_lower_bound(v.arena_lower_bound);
     vb.add_groups(v.groups);
+    if (!v.loops.IsNull()) vb.add_loops(v.loops);
     more.push_back(vb.Finish());
   }
   const VariantTables& v0 = built[0];
@@ -393,11 +411,11 @@ std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
     }
     checks = fbb.CreateVector(list);
   }
-  auto pkg = fb::CreatePackage(fbb, provenance, v0.target, v0.inputs, v0.outputs, v0.kernels,
-                               v0.code, const_vec, v0.slots, v0.arena_size, v0.arena_alignment,
-                               v0.arena_lower_bound, v0.groups, fbb.CreateVector(sections), 0,
-                               selftest_table, static_kernels_id, signature,
-                               more.empty() ? 0 : fbb.CreateVector(more), symbols, checks);
+  auto pkg = fb::CreatePackage(
+      fbb, provenance, v0.target, v0.inputs, v0.outputs, v0.kernels, v0.code, const_vec, v0.slots,
+      v0.arena_size, v0.arena_alignment, v0.arena_lower_bound, v0.groups,
+      fbb.CreateVector(sections), 0, selftest_table, static_kernels_id, signature,
+      more.empty() ? 0 : fbb.CreateVector(more), symbols, checks, v0.loops);
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (signing_key) {

@@ -59,8 +59,7 @@ class Folder {
       std::unordered_map<const UOp*, const UOp*> rebuilt;
       const UOp* new_sink = substitute(sink, replace_, &rebuilt);
       g_.carry_origins(rebuilt);
-      auto& outs = g_.mutable_outputs();
-      for (size_t i = 0; i < outs.size(); ++i) outs[i].node = new_sink->src[i];
+      g_.set_roots(new_sink->src);
     }
     return stats_;
   }

@@ -38,6 +38,13 @@ class ExtentAnalysis {
                                             : ctx_.const_index(shape[i]));
       set(in.buffer, std::move(e));
     }
+    // A loop's stacked outputs hold as many rows as it ran iterations.
+    for (const GraphLoop& l : g_.loops())
+      for (const auto& sc : l.scans) {
+        std::vector<const UOp*> e = out_.of(sc.out);
+        e[0] = g_.symbol_var(l.count);
+        set(sc.out, std::move(e));
+      }
     for (const UOp* u : g_.sink()->toposort())
       if (u->has_shape() && u->op != Op::BUFFER) {
         set(u, extents_of(u));
@@ -357,7 +364,7 @@ std::vector<int64_t> bind_symbols(const std::vector<Symbol>& symbols,
     }
   }
   for (size_t k = 0; k < symbols.size(); ++k)
-    if (vars[k] < 0 && !symbols[k].value)
+    if (vars[k] < 0 && !symbols[k].value && symbols[k].loop < 0)
       throw Error("no input sets the symbol '" + symbols[k].name + "'");
   return vars;
 }

@@ -7,6 +7,7 @@
 
 #include "compiler/ir/const_eval.h"
 #include "compiler/ir/printer.h"
+#include "compiler/schedule/extents.h"
 #include "compiler/support/error.h"
 #include "compiler/tensor/tensor.h"
 
@@ -35,8 +36,8 @@ void write(const View& v, int64_t i, ConstValue c) {
 
 class KernelRun {
  public:
-  KernelRun(const KernelProgram& prog, std::vector<View> args)
-      : prog_(prog), args_(std::move(args)) {}
+  KernelRun(const KernelProgram& prog, std::vector<View> args, const std::vector<int64_t>& vars)
+      : prog_(prog), args_(std::move(args)), vars_(vars) {}
 
   void run() {
     for (const UOp* st : prog_.ast->src) {
@@ -91,6 +92,8 @@ class KernelRun {
         return n->cval();
       case Op::RANGE:
         return ConstValue::of_int(env_.at(n));
+      case Op::DEFINE_VAR:
+        return ConstValue::of_int(vars_.at(static_cast<size_t>(n->var().slot)));
       case Op::LOAD: {
         auto [arg, off] = address(n->src[0]);
         if (arg < 0) return normalize_const(n->dtype, ConstValue::of_int(0));
@@ -129,6 +132,7 @@ class KernelRun {
 
   const KernelProgram& prog_;
   std::vector<View> args_;
+  const std::vector<int64_t>& vars_;
   std::unordered_map<const UOp*, int64_t> env_;
   std::unordered_map<const UOp*, std::pair<ConstValue, std::vector<int64_t>>> memo_;
 };
@@ -169,13 +173,29 @@ std::map<std::string, NDArray> interpret(const Plan& plan, const Graph& g,
     const PlanBuffer& b = plan.buffer(s.buffer);
     views[static_cast<size_t>(s.buffer)] = {arena.data() + s.offset, b.dtype, b.numel()};
   }
-  for (const auto& group : plan.groups) {
-    for (int li : group) {
+  // Static inputs only: the symbols are the loops' (set as the schedule runs them).
+  std::vector<int64_t> vars(plan.symbols.size(), -1);
+  auto read_scalar = [&](int buffer) {
+    return read(views[static_cast<size_t>(buffer)], 0).as_int();
+  };
+  run_schedule(plan, vars, read_scalar, [&](int g) {
+    for (int li : plan.groups[static_cast<size_t>(g)]) {
       const Launch& l = plan.launches[static_cast<size_t>(li)];
       std::vector<View> args;
       for (int b : l.args) args.push_back(views[static_cast<size_t>(b)]);
-      KernelRun(plan.programs[static_cast<size_t>(l.program)], std::move(args)).run();
+      KernelRun(plan.programs[static_cast<size_t>(l.program)], std::move(args), vars).run();
     }
+  });
+  // An output whose first axis a loop's count sets: its rows, at the count.
+  for (int id : plan.outputs) {
+    const PlanBuffer& b = plan.buffer(id);
+    if (b.extents.empty()) continue;
+    Shape shape;
+    for (const UOp* e : b.extents) shape.push_back(eval_extent(e, vars));
+    NDArray& out = outputs.at(b.name);
+    NDArray cut(b.dtype, shape);
+    std::memcpy(cut.data(), out.data(), static_cast<size_t>(cut.nbytes()));
+    out = std::move(cut);
   }
   return outputs;
 }

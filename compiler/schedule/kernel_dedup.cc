@@ -22,6 +22,8 @@ void dedup_kernels(const std::vector<RangeifiedKernel>& kernels, Plan& plan) {
     l.args = k.args;
     l.what = k.what;
     l.origins = k.origins;
+    l.loop = k.loop;
+    l.carry = k.carry;
     plan.launches.push_back(std::move(l));
   }
 }

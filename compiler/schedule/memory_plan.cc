@@ -16,18 +16,31 @@ struct Lifetime {
   int first = -1, last = -1;
 };
 
-// Group of each launch, and for each buffer the groups of its writer and last reader.
+// Group of each launch, and for each buffer the groups of its writer and last reader. A loop's
+// body runs its groups again and again: a buffer used both inside a loop and outside it (a
+// state, a stacked output, a value computed before the loop and read in it), or read in the
+// loop's first group by the runtime (its trip count), lives through the whole loop. One that
+// lives inside the body only is written before it is read in every iteration.
 std::vector<Lifetime> lifetimes(const Plan& plan) {
   std::vector<Lifetime> life(plan.buffers.size());
-  for (size_t g = 0; g < plan.groups.size(); ++g) {
+  auto use = [&](int buffer, int g, bool writes) {
+    Lifetime& lt = life[static_cast<size_t>(buffer)];
+    if (writes) lt.first = lt.first < 0 ? g : std::min(lt.first, g);
+    lt.last = std::max(lt.last, g);
+  };
+  for (size_t g = 0; g < plan.groups.size(); ++g)
     for (int li : plan.groups[g]) {
       const Launch& l = plan.launches[static_cast<size_t>(li)];
-      for (size_t a = 0; a < l.args.size(); ++a) {
-        Lifetime& lt = life[static_cast<size_t>(l.args[a])];
-        int gi = static_cast<int>(g);
-        if (a == 0) lt.first = lt.first < 0 ? gi : std::min(lt.first, gi);
-        lt.last = std::max(lt.last, gi);
-      }
+      for (size_t a = 0; a < l.args.size(); ++a) use(l.args[a], static_cast<int>(g), a == 0);
+    }
+  for (const PlanLoop& l : plan.loops) {
+    if (l.trips >= 0) use(l.trips, l.first_group, false);
+    for (Lifetime& lt : life) {
+      bool inside = l.first_group <= lt.last && lt.first <= l.last_group;
+      bool within = l.first_group <= lt.first && lt.last <= l.last_group;
+      if (lt.last < 0 || !inside || within) continue;
+      lt.first = std::min(lt.first < 0 ? l.first_group : lt.first, l.first_group);
+      lt.last = std::max(lt.last, l.last_group);
     }
   }
   return life;

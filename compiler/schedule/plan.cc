@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compiler/support/error.h"
+#include "schema/kiln_abi.h"
 
 namespace kiln {
 
@@ -97,6 +98,46 @@ std::vector<ArgAccess> kernel_arg_accesses(const UOp* ast) {
     (u->op == Op::LOAD ? acc.read : acc.written) = true;
   }
   return out;
+}
+
+const PlanLoop* Plan::loop_of_group(int g) const {
+  for (const PlanLoop& l : loops)
+    if (l.first_group <= g && g <= l.last_group) return &l;
+  return nullptr;
+}
+
+void run_schedule(const Plan& plan, std::vector<int64_t>& vars,
+                  const std::function<int64_t(int)>& read_scalar,
+                  const std::function<void(int)>& run_group) {
+  int ngroups = static_cast<int>(plan.groups.size());
+  for (int g = 0; g < ngroups; ++g) {
+    const PlanLoop* l = plan.loop_of_group(g);
+    if (!l) {
+      run_group(g);
+      continue;
+    }
+    int64_t trips = l->trips >= 0 ? read_scalar(l->trips) : -1;
+    int64_t i = 0;
+    for (;; ++i) {
+      int cond = l->cond >= 0 ? read_scalar(l->cond) != 0 : -1;
+      int go = kiln_abi_loop_continues(i, trips, cond, l->max_trips);
+      if (go < 0)
+        throw Error(str_cat(l->name, ": ",
+                            trips > l->max_trips
+                                ? str_cat("the trip count ", trips, " is above the ")
+                                : std::string("it would run more than the "),
+                            l->max_trips, " iterations the package is planned for"));
+      if (go == 0) break;
+      vars.at(static_cast<size_t>(l->iteration)) = i;
+      for (int b = l->first_group; b <= l->last_group; ++b) run_group(b);
+    }
+    const Symbol& count = plan.symbols.at(static_cast<size_t>(l->count));
+    if (i < count.min)
+      throw Error(str_cat(l->name, ": it ran ", i, " iterations; '", count.name, "' must be in [",
+                          count.min, ", ", count.max, "]"));
+    vars.at(static_cast<size_t>(l->count)) = i;
+    g = l->last_group;
+  }
 }
 
 }  // namespace kiln

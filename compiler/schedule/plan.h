@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,10 @@ struct Launch {
   std::string what;       // the tensor node it computes, for messages and --explain-fusion
   int64_t ntasks = 1;     // the program's task split, set by the optimize stage
   std::vector<std::string> origins;  // the model nodes it fuses, producers first
+  // A launch of loop group `loop`'s body (Plan::loops), run once per iteration; -1: none.
+  // `carry`: it copies a state's next value into the state, after the rest of the body.
+  int loop = -1;
+  bool carry = false;
   // "conv1+relu1": the origins joined (at most 200 characters, "(+N more)" past that), or the
   // program's name when no model node is known (a copy, a graph built in code).
   std::string label(const std::string& program_name) const;
@@ -81,6 +86,19 @@ struct MemoryPlan {
   std::vector<MemorySlot> slots;  // one per intermediate buffer
 };
 
+// A loop group (GraphLoop, ARCHITECTURE §8): the groups [first_group, last_group] run once per
+// iteration while the iteration number is below the trip count and the condition holds
+// (kiln_abi_loop_continues: one rule for the runtime, the JIT and the interpreter).
+struct PlanLoop {
+  std::string name;  // the model node, for messages
+  int trips = -1;    // the buffer holding the trip count (an int64 scalar), or -1: none
+  int cond = -1;     // the buffer holding the condition (a bool scalar), or -1: none
+  int64_t max_trips = 0;
+  int iteration = -1;  // symbol set to the iteration number before each iteration
+  int count = -1;      // symbol set to the number of iterations run when the loop ends
+  int first_group = -1, last_group = -1;  // set by parallel_groups
+};
+
 struct Plan {
   std::vector<PlanBuffer> buffers;
   std::vector<int> inputs;   // buffer ids in model input order
@@ -95,9 +113,20 @@ struct Plan {
   std::vector<Symbol> symbols;
   // Conditions on the symbols' run-time values (Graph::checks), checked before each run.
   std::vector<GraphCheck> checks;
+  std::vector<PlanLoop> loops;  // in group order, none nested
+  // The loop whose body group `g` is in, or nullptr.
+  const PlanLoop* loop_of_group(int g) const;
 
   int64_t constant_bytes() const;
   const PlanBuffer& buffer(int id) const { return buffers.at(static_cast<size_t>(id)); }
 };
+
+// Runs `plan`'s groups in order, a loop's groups once per iteration while
+// kiln_abi_loop_continues says so (the runtime's rule), setting its iteration and count symbols
+// in `vars`: run_group(g) runs group g, read_scalar(buffer) reads a trip count or condition.
+// Throws kiln::Error naming the loop when it would run past its bound.
+void run_schedule(const Plan& plan, std::vector<int64_t>& vars,
+                  const std::function<int64_t(int)>& read_scalar,
+                  const std::function<void(int)>& run_group);
 
 }  // namespace kiln

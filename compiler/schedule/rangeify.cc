@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -46,10 +48,23 @@ constexpr int kMaxFusedDepth = 256;
 
 // Where a part of a concatenation is stored (concat_in_place): the whole's shape and the part's
 // offset along the axis.
+// A loop's stacked output is stored the same way, a new axis at row `iteration` (a symbol).
 struct Placement {
   Shape layout;
   size_t axis = 0;
-  int64_t offset = 0;
+  const UOp* offset = nullptr;
+  bool new_axis = false;  // `layout` has one more axis, at `axis`, indexed by `offset`
+};
+
+// A kernel queued with its output and region given (a loop's initial, carry and stacked
+// kernels), rather than a node realized into its own buffer.
+struct Job {
+  const UOp* node;
+  int out;
+  bool copy;  // copy `node`'s buffer (or the buffer it is) instead of computing it
+  std::optional<Placement> place;
+  int loop;
+  bool carry;
 };
 
 class Lowerer {
@@ -58,6 +73,7 @@ class Lowerer {
       : g_(g), ctx_(g.ctx()), policy_(policy), extents_(compute_extents(g)) {}
 
   RangeifyResult run() {
+    index_loops();
     count_consumers();
     for (const GraphInput& in : g_.inputs()) {
       int id = new_buffer(in.name, BufferKind::Input, in.buffer);
@@ -77,10 +93,21 @@ class Lowerer {
       }
     }
     for (auto& [node, id] : copies_) build_kernel(node, id, true);
-    while (!work_.empty()) {
+    // Every loop is scheduled, also one whose results nothing reads: its symbols are in the
+    // plan's table, which the runtime checks are each set by an input or a loop.
+    for (size_t l = 0; l < g_.loops().size(); ++l) schedule_loop(static_cast<int>(l));
+    while (!work_.empty() || !jobs_.empty()) {
+      if (!jobs_.empty()) {
+        Job j = jobs_.front();
+        jobs_.pop_front();
+        // (Realized since it was queued: copied from its buffer, not computed again.)
+        bool copy = j.copy || j.node->op == Op::BUFFER || realized_.count(j.node);
+        build_kernel(j.node, j.out, copy, j.place ? &*j.place : nullptr, j.loop, j.carry);
+        continue;
+      }
       const UOp* n = work_.front();
       work_.pop_front();
-      build_kernel(n, realized_.at(n), false);
+      build_kernel(n, realized_.at(n), false, nullptr, varies_in(n), false);
     }
     return std::move(res_);
   }
@@ -115,6 +142,10 @@ class Lowerer {
 
   int buffer_of_leaf(const UOp* n) {
     if (auto it = realized_.find(n); it != realized_.end()) return it->second;
+    if (auto it = loop_results_.find(n); it != loop_results_.end()) {
+      schedule_loop(it->second);
+      return realized_.at(n);
+    }
     KILN_CHECK(g_.is_weight(n), "BUFFER that is neither an input nor a weight: ", describe_node(n));
     int id = new_buffer(n->buffer().name, BufferKind::Weight, n);
     realized_[n] = id;
@@ -125,13 +156,16 @@ class Lowerer {
 
   // `place`: store into a region of a concatenation's buffer (concat_in_place); a part queued
   // to compute itself there finds its region in into_.
-  void build_kernel(const UOp* root, int out, bool copy, const Placement* place = nullptr) {
+  void build_kernel(const UOp* root, int out, bool copy, const Placement* place = nullptr,
+                    int loop = -1, bool carry = false) {
     if (!place) {
       auto it = into_.find(root);
       if (it != into_.end()) place = &it->second;
     }
     if (!copy && !place && concat_in_place(root, out)) return;
     root_ = root;
+    loop_ = std::max({loop, varies_in(root), place ? varies_in(place->offset) : -1});
+    carry_ = carry;
     args_.assign(1, out);
     arg_of_.clear();
     arg_of_[out] = 0;
@@ -164,7 +198,10 @@ class Lowerer {
     // A part of a concatenation stores into its region of the whole (concat_in_place).
     const Shape& layout = place ? place->layout : shape;
     Idx at = idx;
-    if (place) at[place->axis] = simplify(idx[place->axis]->add(place->offset));
+    if (place && place->new_axis)
+      at.insert(at.begin() + static_cast<std::ptrdiff_t>(place->axis), place->offset);
+    else if (place)
+      at[place->axis] = simplify(idx[place->axis]->add(place->offset));
     const UOp* out_idx = linear_index(at, layout);
     const UOp* g = ctx_.make(Op::DEFINE_GLOBAL, DType::ptr(root->dtype.scalar, shape_numel(layout)),
                              {}, int64_t{0});
@@ -176,7 +213,7 @@ class Lowerer {
     // A tensor with no elements needs no kernel (its empty loops simplify away, so a kernel
     // would store once); its buffer still exists, with zero bytes.
     if (shape_numel(shape) == 0) return;
-    res_.kernels.push_back({ast, args_, describe_node(root), fused_origins()});
+    res_.kernels.push_back({ast, args_, describe_node(root), fused_origins(), loop_, carry_});
   }
 
   // A concatenation (concat(): a sum of its parts, each padded with zeros to the whole along one
@@ -229,7 +266,7 @@ class Lowerer {
     }
     if (next != root->shape()[axis]) return false;
     for (const auto& [off, x] : parts) {
-      Placement place{root->shape(), axis, off};
+      Placement place{root->shape(), axis, ctx_.const_index(off)};
       bool own = !realized_.count(x) && x->op != Op::BUFFER && x->op != Op::CONST &&
                  users_of(x) == 1 && !into_.count(x);
       res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root), ": ",
@@ -519,7 +556,7 @@ class Lowerer {
       // A kernel's expression is at most kMaxFusedDepth nodes deep: an unrolled loop's chain
       // (4096 steps of a 16-node body) is split into kernels instead of one kernel that neither
       // the recursion here nor LLVM could handle.
-      if (depth_ > kMaxFusedDepth && n->op != Op::CONST) {
+      if (depth_ > kMaxFusedDepth && n->op != Op::CONST && n->op != Op::DEFINE_VAR) {
         res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ",
                                           describe_node(n), " -> kept (the kernel's expression is ",
                                           kMaxFusedDepth, " nodes deep)"));
@@ -542,6 +579,15 @@ class Lowerer {
       }
       bool computes =
           alu_arity(n->op) || n->op == Op::REDUCE_AXIS || n->op == Op::CAST || n->op == Op::BITCAST;
+      // A reduction a loop's body reads that does not vary with the iteration is computed once,
+      // before the loop, not in every iteration.
+      if (computes && loop_ >= 0 && varies_in(n) < 0 &&
+          (n->op == Op::REDUCE_AXIS || reaches_reduction(n))) {
+        res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ",
+                                          describe_node(n),
+                                          " -> kept (the same in every iteration of the loop)"));
+        return load(realize(n), n, idx, valid);
+      }
       if (computes) {
         FusionDecision d = policy_.decide(query(n, idx, valid));
         res_.fusion_log.push_back(str_cat(res_.kernels.size(), " ", describe_node(root_), ": ",
@@ -554,7 +600,7 @@ class Lowerer {
   }
 
   const UOp* compute(const UOp* n, const Idx& idx, const UOp* valid) {
-    if (n->op == Op::CONST) return n;
+    if (n->op == Op::CONST || n->op == Op::DEFINE_VAR) return n;
     fused_.push_back(n);
     if (alu_arity(n->op) || n->op == Op::CAST || n->op == Op::BITCAST) {
       std::vector<const UOp*> src;
@@ -678,11 +724,101 @@ class Lowerer {
     return si;
   }
 
+  // ---------------------------------------------------------------- loop groups
+
+  // The loop whose body `n` belongs to: the one whose state or iteration number it reads; -1
+  // for a node outside every body. Memoized, iteratively (unrolled chains are deep).
+  int varies_in(const UOp* root) {
+    if (g_.loops().empty()) return -1;
+    if (auto it = varies_.find(root); it != varies_.end()) return it->second;
+    for (const UOp* u : root->toposort()) {
+      if (varies_.count(u)) continue;
+      int v = -1;
+      if (auto it = loop_inputs_.find(u); it != loop_inputs_.end()) v = it->second;
+      for (const UOp* s : u->src) v = std::max(v, varies_.at(s));
+      varies_[u] = v;
+    }
+    return varies_.at(root);
+  }
+
+  void index_loops() {
+    for (size_t i = 0; i < g_.loops().size(); ++i) {
+      const GraphLoop& l = g_.loops()[i];
+      int li = static_cast<int>(i);
+      loop_inputs_[g_.symbol_var(l.iteration)] = li;
+      for (const auto& st : l.states) {
+        loop_inputs_[st.in] = li;
+        loop_results_[st.out] = li;
+      }
+      for (const auto& sc : l.scans) loop_results_[sc.out] = li;
+    }
+    res_.loops.resize(g_.loops().size());
+  }
+
+  // Buffers for loop `li`'s states and stacked outputs, and its kernels queued: the initial
+  // values (before the loop), the next values (realized in the body, or before it when they do
+  // not vary) each copied into its state by a carry kernel, and the stacked values stored at
+  // row `iteration`. Idempotent.
+  void schedule_loop(int li) {
+    if (!scheduled_loops_.insert(li).second) return;
+    const GraphLoop& l = g_.loops()[static_cast<size_t>(li)];
+    PlanLoop& pl = res_.loops[static_cast<size_t>(li)];
+    pl.name = l.name;
+    pl.max_trips = l.max_trips;
+    pl.iteration = l.iteration;
+    pl.count = l.count;
+    auto refuse_symbolic = [&](const UOp* u, const char* what) {
+      if (extents_.symbolic(u))
+        throw Error(str_cat(l.name, ": ", what, " ", describe_node(u),
+                            " has a symbolic shape: a loop group's values must be static"));
+    };
+    std::vector<int> state_buffer;
+    for (size_t k = 0; k < l.states.size(); ++k) {
+      const GraphLoop::State& st = l.states[k];
+      refuse_symbolic(st.init, "the initial value");
+      int id = new_buffer(st.in->buffer().name, BufferKind::Intermediate, st.in);
+      realized_[st.in] = id;
+      realized_[st.out] = id;
+      state_buffer.push_back(id);
+      if (static_cast<int>(k) == l.cond) pl.cond = id;
+    }
+    for (const auto& sc : l.scans)
+      realized_[sc.out] = new_buffer(sc.out->buffer().name, BufferKind::Intermediate, sc.out);
+    if (l.trips) pl.trips = l.trips->op == Op::BUFFER ? buffer_of_leaf(l.trips) : realize(l.trips);
+    for (size_t k = 0; k < l.states.size(); ++k)
+      jobs_.push_back({l.states[k].init, state_buffer[k], false, std::nullopt, -1, false});
+    for (size_t k = 0; k < l.states.size(); ++k) {
+      const GraphLoop::State& st = l.states[k];
+      if (st.next == st.in) continue;
+      refuse_symbolic(st.next, "the next value");
+      // A state's next value that is another state (a swap) is copied out first: the carry
+      // kernels run together, and one would read a state another writes.
+      const UOp* next = st.next;
+      if (loop_inputs_.count(next)) next = ctx_.make(Op::CONTIGUOUS, next->dtype, {next});
+      if (next->op != Op::BUFFER) realize(next);
+      jobs_.push_back({next, state_buffer[k], true, std::nullopt, li, true});
+    }
+    const UOp* row = g_.symbol_var(l.iteration);
+    for (size_t j = 0; j < l.scans.size(); ++j) {
+      const GraphLoop::Scan& sc = l.scans[j];
+      refuse_symbolic(sc.value, "the stacked value");
+      Placement place{sc.out->shape(), 0, row, true};
+      jobs_.push_back({sc.value, realized_.at(sc.out), false, place, li, false});
+    }
+  }
+
   Graph& g_;
   Context& ctx_;
   const FusionPolicy& policy_;
   Extents extents_;
   RangeifyResult res_;
+  std::unordered_map<const UOp*, int> loop_inputs_;   // states and iteration numbers: their loop
+  std::unordered_map<const UOp*, int> loop_results_;  // final states, stacked outputs: their loop
+  std::unordered_map<const UOp*, int> varies_;        // see varies_in
+  std::set<int> scheduled_loops_;
+  std::deque<Job> jobs_;
+  int loop_ = -1;  // the loop whose body the current kernel is in (or -1)
+  bool carry_ = false;
   std::unordered_map<const UOp*, int> realized_;
   std::deque<const UOp*> work_;
   std::vector<std::pair<const UOp*, int>> copies_;

@@ -7,6 +7,14 @@
 // kernel's argument i (0 = the output, then the buffers it reads, in order of first use).
 // Output loops are RANGE ids 0..n-1 (one per output axis of size > 1), reduction loops follow
 // in order of creation, so identical kernels have identical ASTs.
+//
+// Loop groups (Graph::loops): a loop is scheduled when something after it reads its results.
+// Its states and stacked outputs get buffers; before the loop, one kernel per state writes its
+// initial value; the body's kernels are those whose value varies with the iteration (reads a
+// state or the iteration number) — a value that does not is computed once, before the loop
+// (hoisted where it holds a reduction); each state whose next value is not itself gets a carry
+// kernel copying the next value in after the rest of the body; each stacked value is stored at
+// row `iteration` of its buffer. Loops do not nest.
 #pragma once
 
 #include <string>
@@ -24,11 +32,14 @@ struct RangeifiedKernel {
   std::string what;       // the tensor node computed
   // The model nodes it fuses (Graph::origin of every node computed inline), producers first.
   std::vector<std::string> origins;
+  int loop = -1;       // Launch::loop
+  bool carry = false;  // Launch::carry
 };
 
 struct RangeifyResult {
   std::vector<PlanBuffer> buffers;
   std::vector<int> inputs, outputs;
+  std::vector<PlanLoop> loops;  // by GraphLoop index; a loop nothing reads has no launches
   std::vector<RangeifiedKernel> kernels;
   std::vector<std::string> fusion_log;
 };

@@ -1,6 +1,7 @@
 #include "compiler/tensor/eager.h"
 
 #include <array>
+#include <cstring>
 #include <functional>
 
 #include "compiler/ir/const_eval.h"
@@ -46,6 +47,44 @@ const NDArray& EagerEvaluator::eval(const UOp* root) {
   return cache_.at(root);
 }
 
+int64_t EagerEvaluator::symbol(int slot) const {
+  auto it = symbols_.find(slot);
+  return it == symbols_.end() ? -1 : it->second;
+}
+
+void EagerEvaluator::run_loop(size_t index) {
+  const GraphLoop& l = g_.loops()[index];
+  int64_t trips = l.trips ? eval(l.trips).get(0).as_int() : INT64_MAX;
+  std::vector<NDArray> states;
+  for (const auto& s : l.states) states.push_back(eval(s.init));
+  std::vector<NDArray> scans;
+  for (const auto& sc : l.scans) {
+    scans.emplace_back(sc.out->dtype, sc.out->shape());
+    std::memset(scans.back().data(), 0, static_cast<size_t>(scans.back().nbytes()));
+  }
+  int64_t i = 0;
+  for (; i < trips && (l.cond < 0 || states[static_cast<size_t>(l.cond)].get(0).as_int()); ++i) {
+    if (i >= l.max_trips)
+      throw Error(str_cat(l.name, ": more than the ", l.max_trips, " iterations planned"));
+    // A fresh evaluator per iteration: every body value is computed anew from this state.
+    EagerEvaluator body(g_, inputs_);
+    body.bound_ = bound_;
+    body.symbols_ = symbols_;
+    body.symbols_[l.iteration] = i;
+    for (size_t k = 0; k < states.size(); ++k) body.bound_[l.states[k].in] = states[k];
+    std::vector<NDArray> next;
+    for (const auto& s : l.states) next.push_back(body.eval(s.next));
+    for (size_t j = 0; j < scans.size(); ++j) {
+      const NDArray& v = body.eval(l.scans[j].value);
+      std::memcpy(scans[j].data() + i * v.nbytes(), v.data(), static_cast<size_t>(v.nbytes()));
+    }
+    states = std::move(next);
+  }
+  for (size_t k = 0; k < states.size(); ++k) bound_[l.states[k].out] = states[k];
+  for (size_t j = 0; j < scans.size(); ++j) bound_[l.scans[j].out] = scans[j];
+  symbols_[l.count] = i;
+}
+
 NDArray EagerEvaluator::compute(const UOp* u) {
   auto src = [&](size_t i) -> const NDArray& { return cache_.at(u->src[i]); };
   const Shape& shape = u->shape();
@@ -53,6 +92,19 @@ NDArray EagerEvaluator::compute(const UOp* u) {
     case Op::BUFFER: {
       const BufferArg& b = u->buffer();
       if (b.kind == BufferKind::Weight) return g_.weight(b.id);
+      if (b.kind == BufferKind::Intermediate) {
+        if (auto it = bound_.find(u); it != bound_.end()) return it->second;
+        for (size_t l = 0; l < g_.loops().size(); ++l) {
+          const GraphLoop& loop = g_.loops()[l];
+          bool result = false;
+          for (const auto& st : loop.states) result |= st.out == u;
+          for (const auto& sc : loop.scans) result |= sc.out == u;
+          if (!result) continue;
+          run_loop(l);
+          return bound_.at(u);
+        }
+        throw Error("eager evaluation: loop state '" + b.name + "' read outside its loop body");
+      }
       auto it = inputs_.find(b.name);
       if (it == inputs_.end()) throw Error("eager evaluation: no value for input '" + b.name + "'");
       if (it->second.shape() != b.shape || it->second.dtype() != u->dtype)
@@ -72,6 +124,13 @@ NDArray EagerEvaluator::compute(const UOp* u) {
       return NDArray(u->dtype, shape, src(0).bytes());
     case Op::CAST:
     case Op::BITCAST: {
+      if (u->src[0]->op == Op::DEFINE_VAR) {
+        int64_t v = symbol(static_cast<int>(u->src[0]->var().slot));
+        if (v < 0) throw Error("eager evaluation: symbol '" + u->src[0]->var().name + "' unset");
+        NDArray a(u->dtype, {});
+        a.set(0, eval_cast(dtypes::int64, u->dtype, ConstValue::of_int(v)));
+        return a;
+      }
       const NDArray& s = src(0);
       NDArray a(u->dtype, shape);
       for (int64_t i = 0; i < a.numel(); ++i)

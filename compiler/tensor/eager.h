@@ -21,13 +21,20 @@ class EagerEvaluator {
   const NDArray& eval(const UOp* u);
   // Forgets cached values (keeps inputs).
   void clear() { cache_.clear(); }
+  // The value of symbol `slot` a loop set (its iteration count once it ran), or -1.
+  int64_t symbol(int slot) const;
 
  private:
   NDArray compute(const UOp* u);
+  // Runs loop `l` of the graph (the loop groups' meaning): binds its final states and stacked
+  // outputs (laid out at max_trips rows) and its count symbol.
+  void run_loop(size_t l);
 
   const Graph& g_;
   std::map<std::string, NDArray> inputs_;
   std::unordered_map<const UOp*, NDArray> cache_;
+  std::unordered_map<const UOp*, NDArray> bound_;  // loop buffers: states, stacked outputs
+  std::map<int, int64_t> symbols_;                 // loop symbols' values
 };
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "compiler/support/error.h"
+#include "compiler/tensor/tensor.h"
 
 namespace kiln {
 
@@ -188,10 +189,140 @@ std::vector<const UOp*> Graph::weight_nodes() const {
   return out;
 }
 
+namespace {
+
+// Every root of a loop, in one order: sink() lists them, set_roots() takes them back.
+template <typename Loop, typename F>
+void for_each_loop_root(Loop& l, F&& f) {
+  if (l.trips) f(l.trips);
+  for (auto& s : l.states) {
+    f(s.init);
+    if (s.next) f(s.next);
+  }
+  for (auto& sc : l.scans)
+    if (sc.value) f(sc.value);
+}
+
+}  // namespace
+
 const UOp* Graph::sink() const {
   std::vector<const UOp*> src;
   for (const auto& o : outputs_) src.push_back(o.node);
+  for (const GraphLoop& l : loops_) for_each_loop_root(l, [&](const UOp* u) { src.push_back(u); });
   return ctx_->make(Op::SINK, dtypes::void_, src);
+}
+
+void Graph::set_roots(const std::vector<const UOp*>& roots) {
+  size_t i = 0;
+  auto next = [&]() {
+    KILN_CHECK(i < roots.size(), "set_roots: ", roots.size(), " roots for a graph with more");
+    return roots[i++];
+  };
+  for (auto& o : outputs_) o.node = next();
+  for (GraphLoop& l : loops_) {
+    if (l.trips) l.trips = next();
+    for (auto& s : l.states) {
+      s.init = next();
+      if (s.next) s.next = next();
+    }
+    for (auto& sc : l.scans)
+      if (sc.value) sc.value = next();
+  }
+  KILN_CHECK(i == roots.size(), "set_roots: ", roots.size(), " roots for a graph of ", i);
+}
+
+const UOp* Graph::add_loop_buffer(const std::string& base, DType dtype, const Shape& shape) {
+  std::string name = fresh_name(base);
+  const UOp* b = ctx_->make(Op::BUFFER, dtype, {},
+                            BufferArg{name, next_buffer_id_, BufferKind::Intermediate, shape});
+  buffer_names_[name] = next_buffer_id_++;
+  return b;
+}
+
+int Graph::begin_loop(const std::string& name, const UOp* trips, int64_t max_trips, int count) {
+  if (in_loop_body())
+    throw Error(name + ": a loop group inside another loop's body (" + loops_.back().name +
+                "): nested loop groups are not supported yet");
+  if (max_trips < 1) throw Error(str_cat(name, ": a loop group of ", max_trips, " iterations"));
+  if (trips && (trips->dtype != dtypes::int64 || !trips->has_shape() || !trips->shape().empty()))
+    throw InternalError(name + ": a loop's trip count must be an int64 scalar");
+  int index = static_cast<int>(loops_.size());
+  GraphLoop l;
+  l.name = name;
+  l.trips = trips;
+  l.max_trips = max_trips;
+  auto symbol = [&](const std::string& what, int64_t lo, int64_t hi) {
+    std::string n = str_cat("loop", index, ".", what);
+    symbols_.push_back({n, lo, hi, false, index});
+    return static_cast<int>(symbols_.size() - 1);
+  };
+  l.iteration = symbol("iteration", 0, max_trips - 1);
+  if (count >= 0) {
+    Symbol& s = symbols_.at(static_cast<size_t>(count));
+    if (s.loop >= 0 || s.value)
+      throw Error(name + ": the symbol '" + s.name + "' is already set by another loop or input");
+    if (s.max != max_trips)
+      throw InternalError(str_cat(name, ": count symbol bound ", s.max, " for ", max_trips));
+    s.loop = index;
+    l.count = count;
+  } else {
+    l.count = symbol("count", 0, max_trips);
+  }
+  loops_.push_back(std::move(l));
+  return index;
+}
+
+const UOp* Graph::loop_iteration(int loop) {
+  const GraphLoop& l = loops_.at(static_cast<size_t>(loop));
+  return symbol_var(l.iteration)->cast(dtypes::int64);
+}
+
+const UOp* Graph::add_loop_state(int loop, const UOp* init, bool is_cond) {
+  GraphLoop& l = loops_.at(static_cast<size_t>(loop));
+  KILN_CHECK(l.open, "add_loop_state after end_loop");
+  KILN_CHECK(init->has_shape(), "a loop state's initial value must be a tensor");
+  if (is_cond) {
+    KILN_CHECK(l.cond < 0 && init->dtype.is_bool() && shape_numel(init->shape()) == 1,
+               "a loop's condition is one bool");
+    l.cond = static_cast<int>(l.states.size());
+  }
+  std::string base = str_cat("loop", loop, ".state", l.states.size());
+  GraphLoop::State s;
+  s.init = init;
+  s.in = add_loop_buffer(base, init->dtype, init->shape());
+  s.out = add_loop_buffer(base + ".final", init->dtype, init->shape());
+  l.states.push_back(s);
+  return s.in;
+}
+
+std::vector<const UOp*> Graph::end_loop(int loop, const std::vector<const UOp*>& next,
+                                        const std::vector<const UOp*>& scans) {
+  GraphLoop& l = loops_.at(static_cast<size_t>(loop));
+  KILN_CHECK(l.open && next.size() == l.states.size(), "end_loop: ", next.size(),
+             " next values for ", l.states.size(), " states");
+  std::vector<const UOp*> out;
+  for (size_t k = 0; k < next.size(); ++k) {
+    GraphLoop::State& s = l.states[k];
+    if (next[k]->dtype != s.init->dtype || !next[k]->has_shape() ||
+        next[k]->shape() != s.init->shape())
+      throw Error(str_cat(l.name, ": loop-carried value ", k, " is ", s.init->dtype.str(),
+                          shape_str(s.init->shape()), " before the loop and ", next[k]->dtype.str(),
+                          next[k]->has_shape() ? shape_str(next[k]->shape()) : "()",
+                          " after an iteration: a loop group keeps each state's shape"));
+    s.next = next[k];
+    out.push_back(s.out);
+  }
+  for (size_t j = 0; j < scans.size(); ++j) {
+    Shape shape = scans[j]->shape();
+    shape.insert(shape.begin(), l.max_trips);
+    GraphLoop::Scan sc;
+    sc.value = scans[j];
+    sc.out = add_loop_buffer(str_cat("loop", loop, ".scan", j), scans[j]->dtype, shape);
+    l.scans.push_back(sc);
+    out.push_back(sc.out);
+  }
+  l.open = false;
+  return out;
 }
 
 }  // namespace kiln

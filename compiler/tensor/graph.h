@@ -33,6 +33,7 @@ struct Symbol {
   int64_t min = 0;
   int64_t max = 0;
   bool value = false;  // set by an input's value (Graph::value_symbols), not by an axis
+  int loop = -1;       // set by loop group `loop` (its iteration number or count), not an input
 };
 
 // A condition on the symbols' run-time values the graph was built under: `holds` (an index or
@@ -47,6 +48,34 @@ struct GraphCheck {
 struct GraphOutput {
   std::string name;
   const UOp* node;
+};
+
+// A loop group (ARCHITECTURE §8; docs/control-flow.md): a body built once, inline in the graph,
+// that the schedule runs for a trip count known at run time. The body reads each loop-carried
+// state from a BUFFER node (`in`: the state at the start of an iteration) and the iteration
+// number from a symbol; the graph after the loop reads the final state from another BUFFER node
+// (`out`), so that no node of the body is also a node after it (hash-consing would merge
+// `f(state)` in the body with `f(final state)` after it). Both name one buffer of the plan.
+struct GraphLoop {
+  std::string name;            // the model node, for messages: "node 'l' (Loop, opset 11)"
+  const UOp* trips = nullptr;  // an int64 scalar: the trip count; nullptr: none (the condition)
+  int64_t max_trips = 0;       // the iterations the package is planned for (scan buffers)
+  int iteration = -1;          // symbol: the iteration number, 0 .. max_trips - 1
+  int count = -1;              // symbol: the iterations run, set when the loop ends
+  struct State {
+    const UOp* in = nullptr;    // BUFFER: the state the body reads
+    const UOp* out = nullptr;   // BUFFER: the state after the loop
+    const UOp* init = nullptr;  // the value before the first iteration
+    const UOp* next = nullptr;  // the body's value for the next iteration
+  };
+  std::vector<State> states;
+  int cond = -1;  // the state that is the condition (a bool scalar read before each iteration)
+  struct Scan {
+    const UOp* value = nullptr;  // the body's value of one iteration
+    const UOp* out = nullptr;    // BUFFER [max_trips, value's shape]: the values stacked
+  };
+  std::vector<Scan> scans;
+  bool open = true;  // between begin_loop and end_loop: the body is being built
 };
 
 // Choices the tensor layer makes while an importer builds the graph (set before importing).
@@ -102,6 +131,34 @@ class Graph {
   const std::vector<GraphInput>& inputs() const { return inputs_; }
   const std::vector<GraphOutput>& outputs() const { return outputs_; }
   std::vector<GraphOutput>& mutable_outputs() { return outputs_; }
+
+  // ---- loop groups (GraphLoop) ----
+  // A new loop over `trips` (an int64 scalar, or nullptr) of at most `max_trips` iterations;
+  // returns its index. `count` is the symbol its iteration count sets (a dim parameter of its
+  // stacked outputs), or -1 for a new one in [0, max_trips]. Throws kiln::Error while another
+  // loop's body is being built (loops do not nest yet) or for max_trips < 1.
+  int begin_loop(const std::string& name, const UOp* trips, int64_t max_trips, int count = -1);
+  // The iteration number, an int64 scalar tensor (a CAST of the iteration symbol).
+  const UOp* loop_iteration(int loop);
+  // A loop-carried state starting at `init`; returns the BUFFER the body reads it from.
+  // `is_cond`: the loop runs while this bool scalar is true (at most one).
+  const UOp* add_loop_state(int loop, const UOp* init, bool is_cond = false);
+  // Closes the body: each state's next value (in add_loop_state order) and the values stacked
+  // per iteration. Returns the final states, then the stacked outputs (each [max_trips, ...],
+  // its first axis's extent the count symbol). Throws kiln::Error if a next value's dtype or
+  // shape differs from its state's.
+  std::vector<const UOp*> end_loop(int loop, const std::vector<const UOp*>& next,
+                                   const std::vector<const UOp*>& scans);
+  // Closes a loop whose body failed to build (the import reports the error and stops), so that
+  // the nodes after it are not taken for its body.
+  void abandon_loop(int loop) { loops_.at(static_cast<size_t>(loop)).open = false; }
+  const std::vector<GraphLoop>& loops() const { return loops_; }
+  // Whether a loop's body is being built (a node built now may belong to it).
+  bool in_loop_body() const { return !loops_.empty() && loops_.back().open; }
+  // The nodes every rewrite of the whole graph must carry over (outputs, then each loop's trip
+  // count, initial, next and stacked values), and setting them again after a rewrite:
+  // set_roots(sink()->src rewritten).
+  void set_roots(const std::vector<const UOp*>& roots);
   const NDArray& weight(int64_t id) const;
   bool is_weight(const UOp* u) const {
     return u->op == Op::BUFFER && u->buffer().kind == BufferKind::Weight;
@@ -110,7 +167,8 @@ class Graph {
   // The BUFFER node of every weight, in id order.
   std::vector<const UOp*> weight_nodes() const;
 
-  // All outputs under one SINK (for whole-graph rewrites, toposorts and dumps).
+  // All outputs, and every loop's roots (set_roots), under one SINK (for whole-graph rewrites,
+  // toposorts and dumps).
   const UOp* sink() const;
   // A unique name for a new weight derived from `base` ("base", "base_1", ...).
   std::string fresh_name(const std::string& base) const;
@@ -137,6 +195,9 @@ class Graph {
   std::vector<Symbol> symbols_;
   std::vector<GraphCheck> checks_;
   std::vector<GraphOutput> outputs_;
+  std::vector<GraphLoop> loops_;
+  // A BUFFER the schedule writes (a loop's state or stacked output), named after `base`.
+  const UOp* add_loop_buffer(const std::string& base, DType dtype, const Shape& shape);
   std::map<int64_t, NDArray> weights_;
   std::map<int64_t, const UOp*> weight_nodes_;
   std::map<std::string, int64_t> buffer_names_;

@@ -105,6 +105,15 @@ typedef struct kiln_tensor_desc {
   const int32_t* value_symbols;
 } kiln_tensor_desc;
 
+/* A loop group (format 2.8): groups first_group..last_group run once per iteration. */
+typedef struct kiln_loop_desc {
+  const char* name; /* in m->loop_names */
+  uint32_t first_group, last_group;
+  int32_t trips_slot, cond_slot; /* -1: none */
+  int64_t max_trips;
+  uint32_t iteration, count; /* symbols */
+} kiln_loop_desc;
+
 typedef struct kiln_symbol_desc {
   const char* name; /* in the model's symbol copy */
   int64_t min, max;
@@ -176,6 +185,9 @@ struct kiln_model {
   uint32_t check_len[KILN_ABI_MAX_CHECKS];
   const char* check_messages[KILN_ABI_MAX_CHECKS];
   uint32_t input_dims, output_dims; /* the sum of the inputs' (outputs') ranks */
+  /* format 2.8: the loop groups, in group order, and their names after them in one block */
+  uint32_t num_loops;
+  kiln_loop_desc* loops;
   float selftest_tolerance;
   /* the kernel variants (kiln_model_variant_info): CPU names (truncated to 31 characters),
    * whether this CPU runs each, and the one loaded */

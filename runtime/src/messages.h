@@ -2,9 +2,12 @@
  * amalgamation a call site passes its message's offset in the table (KM(ID), an immediate)
  * instead of a pointer to a string literal: on AArch64 a literal's address is two instructions
  * and two 24-byte relocations in the archive, so 190 messages cost it about 10 KB
- * (docs/edge.md). Compiled file by file (the sanitizer builds in tests/), KM(ID) is the literal
- * itself and kiln_error and kiln_invalid check their arguments against it (printf formats).
- * A new message: its text as KILN_MSG_ID below and its ID in KILN_MESSAGE_IDS. Not installed. */
+ * (docs/edge.md). The table itself is packed (messages_packed.h: its most repeated words one
+ * byte each, 9.1 KB of text in 5.4 KB), and expanded when a message is reported. Compiled file
+ * by file (the sanitizer builds in tests/), KM(ID) is the literal itself and kiln_error and
+ * kiln_invalid check their arguments against it (printf formats).
+ * A new message: its text as KILN_MSG_ID below and its ID in KILN_MESSAGE_IDS, then
+ * tools/scripts/pack_messages.py to write messages_packed.h again. Not installed. */
 #ifndef KILN_RT_MESSAGES_H_
 #define KILN_RT_MESSAGES_H_
 
@@ -114,6 +117,13 @@
 #define KILN_MSG_INPUT_VALUE_SYMBOLS "input '%s': %u value symbols, or a bounded one"
 #define KILN_MSG_CHECK_MALFORMED "check %u: a malformed program or no message"
 #define KILN_MSG_KILN_SESSION_RUN_CHECK "kiln_session_run: %s"
+#define KILN_MSG_KILN_SESSION_RUN_LOOP_PAST \
+  "kiln_session_run: %s: trip count %lld: it would run past the %lld iterations it is planned for"
+#define KILN_MSG_KILN_SESSION_RUN_LOOP_COUNT \
+  "kiln_session_run: %s: it ran %lld iterations; '%s' must be in [%lld, %lld]"
+#define KILN_MSG_LOOP_MALFORMED \
+  "loop %u: its groups, trip count or condition slot, symbols or bound are malformed"
+#define KILN_MSG_SLOT_LIVES_IN_PART_OF_LOOP "arena slot %u lives in part of loop %u's groups"
 #define KILN_MSG_OUT_OF_MEMORY_CREATING_A_SESSION "out of memory creating a session"
 #define KILN_MSG_KILN_SESSION_RUN_INPUT_AXIS_IS \
   "kiln_session_run: input '%s' axis %u is %lld, but '%s' is %lld in input '%s'"
@@ -354,6 +364,10 @@
   M(INPUT_VALUE_SYMBOLS)                         \
   M(CHECK_MALFORMED)                             \
   M(KILN_SESSION_RUN_CHECK)                      \
+  M(KILN_SESSION_RUN_LOOP_PAST)                  \
+  M(KILN_SESSION_RUN_LOOP_COUNT)                 \
+  M(LOOP_MALFORMED)                              \
+  M(SLOT_LIVES_IN_PART_OF_LOOP)                  \
   M(OUT_OF_MEMORY_CREATING_A_SESSION)            \
   M(KILN_SESSION_RUN_INPUT_AXIS_IS)              \
   M(KILN_SESSION_RUN_OUTPUT_LEAVES_ITS)          \
@@ -475,13 +489,9 @@
   M(KILN_MODEL_SELFTEST_THE_PACKAGE_HAS)
 
 #ifdef KILN_RT_AMALGAMATION
-#define KILN_MESSAGE_FIELD(id) char id[sizeof(KILN_MSG_##id)];
-struct kiln_message_table {
-  KILN_MESSAGE_IDS(KILN_MESSAGE_FIELD)
-};
-#undef KILN_MESSAGE_FIELD
+#include "messages_packed.h"
 typedef unsigned kiln_message;
-#define KM(id) ((kiln_message)offsetof(struct kiln_message_table, id))
+#define KM(id) ((kiln_message)KILN_MSG_AT_##id)
 #else
 typedef const char* kiln_message;
 #define KM(id) KILN_MSG_##id

@@ -269,6 +269,7 @@ static kiln_status load_variant(kiln_loader* ld) {
   KILN_RETURN_IF_ERROR(kiln_load_slots(ld));
   KILN_RETURN_IF_ERROR(kiln_load_code(ld));
   KILN_RETURN_IF_ERROR(kiln_load_schedule(ld));
+  KILN_RETURN_IF_ERROR(kiln_load_loops(ld));
   return kiln_verify_memory_plan(ld);
 }
 
@@ -315,6 +316,9 @@ void kiln_package_unload(kiln_model* m) {
   kiln_free(a, m->tensor_copy[0]);
   kiln_free(a, m->tensor_copy[1]);
   kiln_free(a, m->symbol_copy);
+  kiln_free(a, m->loops);
+  m->loops = NULL;
+  m->num_loops = 0;
   m->symbol_copy = NULL;
   m->num_symbols = 0;
   kiln_free(a, m->kernel_strings);

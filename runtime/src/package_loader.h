@@ -63,5 +63,7 @@ kiln_load_schedule(kiln_loader* ld); /* kernels bound to their code's entries an
                         extents, groups, launches, write-before-read */
 KILN_RT_PRIVATE kiln_status
 kiln_verify_memory_plan(kiln_loader* ld); /* live arena slots never overlap */
+/* package_loops.c */
+KILN_RT_PRIVATE kiln_status kiln_load_loops(kiln_loader* ld); /* loop groups, their slots */
 
 #endif /* KILN_RT_PACKAGE_LOADER_H_ */

@@ -1,7 +1,8 @@
 /* Loader stage: a symbolic package's dims (format 2.4). The symbols and their bounds; per
  * input, the symbol each axis sets (laid out at its maximum); per output, each axis's extent
  * program, proved well formed and inside the output's layout at the symbols' bounds. Every
- * symbol must be set by some input axis. What is kept is copied into one block of the model's. */
+ * symbol must be set by some input axis or value, or (format 2.8) by one loop. What is kept is
+ * copied into one block of the model's. */
 #include <string.h>
 
 #include "package_loader.h"
@@ -170,6 +171,19 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
     p += ml + 1;
   }
   m->num_checks = nc;
+  /* Format 2.8: a loop sets its iteration and count symbols, which no input may (the rest of
+   * the loop is checked with the schedule, kiln_load_loops). */
+  uint64_t loops;
+  uint32_t nl = field_vector(R, ld->variant, KILN_ABI_PACKAGE_LOOPS, 4, &loops);
+  for (uint32_t l = 0; l < nl && l < KILN_ABI_MAX_LOOPS; ++l) {
+    uint64_t t = fbr_table_at(R, loops, l);
+    uint32_t it = kiln_fb_u32_field(R, t, KILN_ABI_LOOP_ITERATION_SYMBOL);
+    uint32_t c = kiln_fb_u32_field(R, t, KILN_ABI_LOOP_COUNT_SYMBOL);
+    KILN_FB_CHECK(R);
+    if (it >= n || c >= n || it == c || set[it] || set[c])
+      return kiln_invalid(KM(LOOP_MALFORMED), l);
+    set[it] = set[c] = 1;
+  }
   for (uint32_t k = 0; k < n; ++k) {
     if (!set[k]) return kiln_invalid(KM(NO_INPUT_SETS_THE_SYMBOL), m->symbols[k].name);
     size_t len = strlen(m->symbols[k].name) + 1;

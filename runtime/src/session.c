@@ -288,6 +288,46 @@ static void run_item(void* ctx, uint32_t i) {
   t->end_ns = now_ns();
 }
 
+static void run_group(kiln_session* s, uint32_t g) {
+  const kiln_model* m = s->model;
+  s->cur_group = &m->groups[g];
+  if (!s->profile) {
+    kiln_pool_run(s->pool, m->groups[g].num_items, run_item, s);
+    return;
+  }
+  for (uint32_t l = m->groups[g].first_launch;
+       l < m->groups[g].first_launch + m->groups[g].num_launches; ++l) {
+    s->cur_launch = l;
+    double t0 = now_ms();
+    kiln_pool_run(s->pool, m->launches[l].ntasks, run_item, s);
+    s->prof_ms[l] += now_ms() - t0;
+    s->prof_runs[l] += 1;
+  }
+}
+
+/* A loop group: its groups once per iteration, while kiln_abi_loop_continues says so. */
+static kiln_status run_loop(kiln_session* s, const kiln_loop_desc* d) {
+  const kiln_model* m = s->model;
+  int64_t trips = -1, i = 0;
+  if (d->trips_slot >= 0) memcpy(&trips, s->slot_ptr[d->trips_slot], 8);
+  for (;; ++i) {
+    int cond = d->cond_slot < 0 ? -1 : *(const uint8_t*)s->slot_ptr[d->cond_slot] != 0;
+    int go = kiln_abi_loop_continues(i, trips, cond, d->max_trips);
+    if (go < 0)
+      return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_LOOP_PAST), d->name,
+                        (long long)trips, (long long)d->max_trips);
+    if (!go) break;
+    s->vars[d->iteration] = i;
+    for (uint32_t g = d->first_group; g <= d->last_group; ++g) run_group(s, g);
+  }
+  const kiln_symbol_desc* c = &m->symbols[d->count];
+  if (i < c->min || i > c->max)
+    return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_LOOP_COUNT), d->name, (long long)i,
+                      c->name, (long long)c->min, (long long)c->max);
+  s->vars[d->count] = i;
+  return KILN_OK;
+}
+
 kiln_status kiln_session_run(kiln_session* s) {
   if (!s) return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_SESSION_IS_NULL));
   const kiln_model* m = s->model;
@@ -300,21 +340,17 @@ kiln_status kiln_session_run(kiln_session* s) {
     s->trace_run = s->trace_run + 1 ? s->trace_run + 1 : 1; /* (0: never ran) */
     s->trace_t0 = now_ns();
   }
+  s->ran = 0;        /* (a loop that fails leaves no outputs) */
+  uint32_t loop = 0; /* the next loop group (they are in group order) */
   for (uint32_t g = 0; g < m->num_groups; ++g) {
-    s->cur_group = &m->groups[g];
-    if (!s->profile) {
-      kiln_pool_run(s->pool, m->groups[g].num_items, run_item, s);
+    if (loop < m->num_loops && g == m->loops[loop].first_group) {
+      KILN_RETURN_IF_ERROR(run_loop(s, &m->loops[loop]));
+      g = m->loops[loop++].last_group;
       continue;
     }
-    for (uint32_t l = m->groups[g].first_launch;
-         l < m->groups[g].first_launch + m->groups[g].num_launches; ++l) {
-      s->cur_launch = l;
-      double t0 = now_ms();
-      kiln_pool_run(s->pool, m->launches[l].ntasks, run_item, s);
-      s->prof_ms[l] += now_ms() - t0;
-      s->prof_runs[l] += 1;
-    }
+    run_group(s, g);
   }
+  KILN_RETURN_IF_ERROR(kiln_session_output_shapes(s));
   s->ran = 1;
   return KILN_OK;
 }

@@ -41,10 +41,12 @@ struct kiln_session {
 KILN_RT_PRIVATE void kiln_session_refresh_args(kiln_session* s);
 
 /* session_shapes.c: the symbolic-shape state of a new session (allocated with the rest; the
- * shapes start as the declared ones), its release, and before a run: the symbols bound from the
- * inputs' shapes (checked to agree) and the outputs' shapes evaluated. */
+ * shapes start as the declared ones), its release, before a run the symbols bound from the
+ * inputs' shapes (checked to agree), and after it the outputs' shapes evaluated. */
 KILN_RT_PRIVATE kiln_status kiln_session_shapes_init(kiln_session* s);
 KILN_RT_PRIVATE void kiln_session_shapes_release(kiln_session* s);
 KILN_RT_PRIVATE kiln_status kiln_session_bind_symbols(kiln_session* s);
+/* After a run: the outputs' shapes from the symbols (a loop's count among them). */
+KILN_RT_PRIVATE kiln_status kiln_session_output_shapes(kiln_session* s);
 
 #endif /* KILN_RT_SESSION_H_ */

@@ -73,6 +73,11 @@ kiln_status kiln_session_bind_symbols(kiln_session* s) {
         !holds)
       return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_CHECK), m->check_messages[c]);
   }
+  return KILN_OK;
+}
+
+kiln_status kiln_session_output_shapes(kiln_session* s) {
+  const kiln_model* m = s->model;
   for (uint32_t i = 0; i < m->num_outputs && m->num_symbols; ++i) {
     const kiln_tensor_desc* t = &m->outputs[i];
     for (uint32_t a = 0; t->extent_code && a < t->rank; ++a) {

@@ -35,18 +35,35 @@ const char* kiln_last_error_message(void) {
 }
 
 #ifdef KILN_RT_AMALGAMATION
-#define KILN_MESSAGE_TEXT(id) KILN_MSG_##id,
-static const struct kiln_message_table kiln_messages = {KILN_MESSAGE_IDS(KILN_MESSAGE_TEXT)};
-#undef KILN_MESSAGE_TEXT
-#define MESSAGE_TEXT(msg) ((const char*)&kiln_messages + (msg))
+/* Message |msg| (its offset in the packed table) written out in |out|: a byte 0x80 + i is word
+ * i of the dictionary (messages_packed.h). */
+static const char* message_text(kiln_message msg, char* out) {
+  char* o = out;
+  for (const unsigned char* p = kiln_messages_packed + msg; *p; ++p) {
+    if (*p < 0x80) {
+      *o++ = (char)*p;
+      continue;
+    }
+    const char* w = nth_string((const char*)kiln_message_words, *p - 0x80u);
+    size_t n = strlen(w);
+    memcpy(o, w, n);
+    o += n;
+  }
+  *o = 0;
+  return out;
+}
+#define MESSAGE_BUFFER KILN_MESSAGE_MAX_LENGTH + 1
+#define MESSAGE_TEXT(msg, buf) message_text(msg, buf)
 #else
-#define MESSAGE_TEXT(msg) (msg)
+#define MESSAGE_BUFFER 1
+#define MESSAGE_TEXT(msg, buf) ((void)(buf), (msg))
 #endif
 
 kiln_status kiln_error(kiln_status status, kiln_message msg, ...) {
+  char text[MESSAGE_BUFFER];
   va_list ap;
   va_start(ap, msg);
-  vsnprintf(g_message, sizeof g_message, MESSAGE_TEXT(msg), ap);
+  vsnprintf(g_message, sizeof g_message, MESSAGE_TEXT(msg, text), ap);
   va_end(ap);
   return status;
 }
@@ -66,11 +83,12 @@ kiln_status kiln_error_context(kiln_status status, const char* a, const char* b)
 
 kiln_status kiln_invalid(kiln_message msg, ...) {
   static const char prefix[] = "invalid package: ";
+  char text[MESSAGE_BUFFER];
   memcpy(g_message, prefix, sizeof prefix);
   va_list ap;
   va_start(ap, msg);
   vsnprintf(g_message + sizeof prefix - 1, sizeof g_message - (sizeof prefix - 1),
-            MESSAGE_TEXT(msg), ap);
+            MESSAGE_TEXT(msg, text), ap);
   va_end(ap);
   return KILN_INVALID_PACKAGE;
 }

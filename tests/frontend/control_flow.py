@@ -3,9 +3,13 @@
 kiln-run and compared with numpy: an If on a run-time condition (both values of it), an If on a
 constant condition (only the taken branch is built: the other holds an op kiln lacks), a Scan
 with reversed input and output directions and non-zero axes, a Loop whose trip count is a
-constant and whose body stops it early through a constant condition, a Loop nested in an If,
-and a 4096-step Loop (a chain 65536 nodes deep once unrolled).
-Bad input is refused naming the node, and nothing is written.
+constant and whose body stops it early through a constant condition (unrolled), a Loop nested in
+an If, and loop groups (the body built once, the runtime repeating it): a 4096-step Loop, one of
+4096 steps of a 300-node body, one whose condition the body computes, and one over a trip count
+given at run time whose stacked output's first dim is a --dim range (run at several counts, and
+refused at run time past the range).
+Bad input is refused naming the node, and nothing is written: a trip count past the bound (at run
+time), stacked outputs with no bound on the iterations, a Scan that unrolls too many nodes.
 
 Usage: control_flow.py KILNC KILN_RUN WORK_DIR
 """
@@ -160,6 +164,48 @@ def loop_chain(steps, body_pairs, name):
     return model([node], [vi("x", F, [4, 4])], [vi("y", F, [4, 4])], [init])
 
 
+def scan_chain(steps, body_pairs, name):
+    """A Scan over `steps` elements whose body is `body_pairs` times s = tanh(s * x_t): the body
+    is built once per element (Scan unrolls), steps * 2 * body_pairs nodes."""
+    nodes, prev = [], "s_in"
+    for k in range(body_pairs):
+        nodes += [helper.make_node("Mul", [prev, "x_t"], [f"m{k}"]),
+                  helper.make_node("Tanh", [f"m{k}"], [f"t{k}"])]
+        prev = f"t{k}"
+    nodes.append(helper.make_node("Identity", [prev], ["s_out"]))
+    body = helper.make_graph(nodes, "body", [vi("s_in", F, [4]), vi("x_t", F, [4])],
+                             [vi("s_out", F, [4])])
+    node = helper.make_node("Scan", ["s0", "x"], ["s"], name=name, body=body, num_scan_inputs=1)
+    return model([node], [vi("s0", F, [4]), vi("x", F, [steps, 4])], [vi("s", F, [4])])
+
+
+def loop_runtime_trips(first_dim):
+    """rows[i] = acc * (i + 1) with acc += x, for a trip count M given at run time; the stacked
+    output's first dim is `first_dim` (a dim parameter, or None: unknown)."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["acc_in", "x"], ["acc_out"]),
+         const("one", np.int64(1)),
+         helper.make_node("Add", ["i", "one"], ["i1"]),
+         helper.make_node("Cast", ["i1"], ["fi"], to=F),
+         helper.make_node("Mul", ["acc_out", "fi"], ["row"])],
+        "body", [vi("i", I64, []), vi("c_in", B, []), vi("acc_in", F, [3])],
+        [vi("c_out", B, []), vi("acc_out", F, [3]), vi("row", F, [3])])
+    node = helper.make_node("Loop", ["M", "", "a0"], ["acc", "rows"], name="runtime_trips",
+                            body=body)
+    rows = vi("rows", F, [first_dim, 3])
+    return model([node], [vi("M", I64, []), vi("a0", F, [3]), vi("x", F, [3])],
+                 [vi("acc", F, [3]), rows])
+
+
+def runtime_trips_reference(m, a0, x):
+    acc, rows = a0.copy(), []
+    for i in range(m):
+        acc = acc + x
+        rows.append(acc * np.float32(i + 1))
+    return acc, np.array(rows, np.float32).reshape(m, 3)
+
+
 def compile_and_run(kilnc, kiln_run, work, name, m, data):
     onnx.checker.check_model(m)
     out = onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), m, data)
@@ -205,22 +251,55 @@ def main():
         got = compile_and_run(kilnc, kiln_run, work, f"loop_in_if_{c}", loop_in_if(),
                               {"c": np.array(c), "x": x3})
         ok.append(matches(f"loop inside an if ({c})", got, [4 * x3 if c else 0 * x3]))
-    # 4096 steps of an 8-pair body unroll to a chain 65536 nodes deep: the compiler crashed on
-    # it (recursion), it now splits the chain into kernels.
+    # 4096 steps of an 8-pair body: a loop group (unrolled, a chain 65536 nodes deep, which the
+    # compiler once crashed on).
     x4 = rng.standard_normal((4, 4)).astype(np.float32)
     want = x4.astype(np.float64)
     for _ in range(4096 * 8):
         want = np.tanh(want * np.float32(1.01))
     got = compile_and_run(kilnc, kiln_run, work, "loop_deep", loop_chain(4096, 8, "deep"), {"x": x4})
-    ok.append(matches("a 4096-step loop, unrolled", got, [want.astype(np.float32)]))
-    ok.append(refused(kilnc, work, "loop_too_large", loop_chain(4096, 150, "big"), "big",
+    ok.append(matches("a 4096-step loop group", got, [want.astype(np.float32)]))
+    # A body of 300 nodes for 4096 steps: 1.2 million nodes unrolled, one body as a loop group.
+    want = x4.astype(np.float64)
+    for _ in range(4096 * 150):
+        want = np.tanh(want * np.float32(1.01))
+    got = compile_and_run(kilnc, kiln_run, work, "loop_big", loop_chain(4096, 150, "big"), {"x": x4})
+    ok.append(matches("a 4096 x 300-node loop group", got, [want.astype(np.float32)]))
+    # A condition the body computes: doubles v while its sum was below 10, at most 8 times.
+    for start in (0.25, 3.0, 20.0):
+        v = np.array([start, 0.5], np.float32)
+        want = v.copy()
+        for _ in range(8):  # the condition is on the state the iteration starts from
+            go = want.sum() < 10
+            want = want + want
+            if not go:
+                break
+        got = compile_and_run(kilnc, kiln_run, work, f"loop_until_{start}", loop_runtime_condition(),
+                              {"x": v})
+        ok.append(matches(f"a loop until its body says ({start})", got, [want]))
+    # A trip count given at run time; the stacked rows' first dim 'steps' is given a range.
+    d = os.path.join(work, "loop_runtime_trips")
+    pkg = onnx_case.compile_model(kilnc, d, loop_runtime_trips("steps"), ["--dim", "steps=0..6"])
+    a0, x5 = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    for m in (0, 1, 4, 6):
+        out = onnx_case.run_package(kiln_run, d, pkg, loop_runtime_trips("steps"),
+                                    {"M": np.array(m, np.int64), "a0": a0, "x": x5}, f"m{m}")
+        ok.append(matches(f"a run-time trip count of {m}", [out["acc"], out["rows"]],
+                          list(runtime_trips_reference(m, a0, x5))))
+    ok.append(onnx_case.run_refused(
+        kiln_run, d, pkg, {"M": np.array(7, np.int64), "a0": a0, "x": x5},
+        "node 'runtime_trips' (Loop, opset 16): trip count 7: it would run past the 6 iterations",
+        f"{'a trip count past the bound':28s}"))
+    ok.append(refused(kilnc, work, "loop_unbounded", loop_runtime_trips(None), "runtime_trips",
+                      "scan output 0 ('rows') needs a bound on the iterations"))
+    ok.append(refused(kilnc, work, "loop_param_unbounded", loop_runtime_trips("steps"),
+                      "runtime_trips", "scan output 0 ('rows') needs a bound on the iterations"))
+    ok.append(refused(kilnc, work, "scan_too_large", scan_chain(4096, 150, "big"), "big",
                       "control flow that builds more than 1048576 nodes inline"))
     ok.append(refused(kilnc, work, "if_dtype_mismatch", if_dtype_mismatch(), "mixed",
                       "output 0 is float32 in then_branch and int64 in else_branch"))
     ok.append(refused(kilnc, work, "if_integer_division", if_integer_division(), "divides",
                       "integer division in then_branch"))
-    ok.append(refused(kilnc, work, "loop_runtime_condition", loop_runtime_condition(), "until",
-                      "a Loop whose condition is computed at run time"))
     print(f"control flow: {sum(ok)} of {len(ok)} checks pass")
     sys.exit(0 if all(ok) else 1)
 

@@ -17,6 +17,7 @@
 #include "compiler/package/package_signing.h"
 #include "compiler/package/package_writer.h"
 #include "compiler/support/file.h"
+#include "compiler/tensor/tensor.h"
 #include "kiln/kiln.h"
 #include "kiln/schema/kiln_generated.h"
 #include "schema/kiln_abi.h"
@@ -557,6 +558,113 @@ TEST(CraftedPackage, MalformedChecksAndValueSymbolsAreRefused) {
   // checks are what a signature or pinned digest protects.
   EXPECT_EQ(run_reshape(craft(pkg, [](fb::PackageT& p) { p.checks.clear(); }), {4, 2, 3}).status,
             KILN_OK);
+}
+
+// Format 2.8: a loop group over a trip count given as an input, its stacked rows at most 8:
+// y = y0; for i < trips: y = (y + x) * 1; rows[i] = y * 2.
+std::vector<uint8_t> loop_package() {
+  Graph g;
+  Tensor trips = Tensor::input(g, "trips", dtypes::int64, {});
+  Tensor y0 = Tensor::input(g, "y0", dtypes::float32, {3});
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {3});
+  int l = g.begin_loop("node 'l' (Loop, opset 16)", trips.uop(), 8);
+  Tensor y(&g, g.add_loop_state(l, y0.uop()));
+  // (Two kernels in the body: the sum lives inside it, between them.)
+  Tensor sum = y.add(x).contiguous();
+  Tensor next = sum.mul(sum.like(1));
+  std::vector<const UOp*> out = g.end_loop(l, {next.uop()}, {next.mul(next.like(2)).uop()});
+  g.add_output("y", out[0]);
+  g.add_output("rows", out[1]);
+  CompileOptions o;
+  o.provenance_flags = {"--test"};
+  return compile(g, o).package;
+}
+
+Result run_loop(const std::vector<uint8_t>& pkg, int64_t trips, std::vector<float>* y = nullptr,
+                size_t* rows = nullptr) {
+  std::vector<uint8_t> store(pkg.size() + 64);
+  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+  std::memcpy(data, pkg.data(), pkg.size());
+  kiln_model* m = nullptr;
+  kiln_session* s = nullptr;
+  kiln_status st = kiln_model_load_memory(data, pkg.size(), nullptr, &m);
+  if (st == KILN_OK) st = kiln_session_create(m, nullptr, &s);
+  std::vector<float> y0 = {1, 2, 3}, x = {0.5f, 0.25f, -1};
+  if (st == KILN_OK) st = kiln_session_set_input(s, 0, KILN_DTYPE_INT64, &trips, 8);
+  if (st == KILN_OK) st = kiln_session_set_input(s, 1, KILN_DTYPE_FLOAT32, y0.data(), 12);
+  if (st == KILN_OK) st = kiln_session_set_input(s, 2, KILN_DTYPE_FLOAT32, x.data(), 12);
+  if (st == KILN_OK) st = kiln_session_run(s);
+  Result r{st, st ? kiln_last_error_message() : ""};
+  const void* out = nullptr;
+  size_t size = 0;
+  if (st == KILN_OK && y && kiln_session_output(s, 0, &out, &size) == KILN_OK)
+    y->assign(static_cast<const float*>(out), static_cast<const float*>(out) + size / 4);
+  const int64_t* shape = nullptr;
+  size_t rank = 0;
+  if (st == KILN_OK && rows && kiln_session_output_shape(s, 1, &rank, &shape) == KILN_OK)
+    *rows = static_cast<size_t>(shape[0]);
+  kiln_session_release(s);
+  kiln_model_release(m);
+  return r;
+}
+
+TEST(CraftedPackage, ALoopGroupRunsItsTripCountAndReportsItsRows) {
+  const std::vector<uint8_t> pkg = loop_package();
+  ASSERT_TRUE(fb::GetPackage(pkg.data())->loops());
+  for (int64_t trips : {0, 3, 8}) {
+    std::vector<float> y;
+    size_t rows = 99;
+    ASSERT_EQ(run_loop(pkg, trips, &y, &rows).status, KILN_OK) << trips;
+    EXPECT_EQ(rows, static_cast<size_t>(trips));
+    EXPECT_EQ(y, (std::vector<float>{1 + 0.5f * trips, 2 + 0.25f * trips, 3.0f - trips}));
+  }
+  Result r = run_loop(pkg, 9);
+  EXPECT_EQ(r.status, KILN_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("node 'l' (Loop, opset 16): trip count 9: it would run past the 8 "
+                           "iterations it is planned for"),
+            std::string::npos)
+      << r.message;
+}
+
+TEST(CraftedPackage, MalformedLoopGroupsAreRefused) {
+  const std::vector<uint8_t> pkg = loop_package();
+  const fb::Loop* l = fb::GetPackage(pkg.data())->loops()->Get(0);
+  const uint32_t first = l->first_group(), last = l->last_group();
+  const uint32_t groups = fb::GetPackage(pkg.data())->groups()->size();
+  ASSERT_LT(last + 1, groups);
+  auto loop = [](fb::PackageT& p) -> fb::LoopT& { return *p.loops[0]; };
+  const std::string bad = "loop 0: its groups, trip count or condition slot, symbols or bound";
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { loop(p).first_group = last + 1; }), bad);
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { loop(p).last_group = groups; }), bad);
+  // The trip count must be an int64 slot (input 1 is y0, float32).
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { loop(p).trips_slot = p.inputs[1]->slot; }), bad);
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { loop(p).cond_slot = p.inputs[0]->slot; }), bad);
+  // More iterations than the iteration symbol bounds: kernels were proved at that bound.
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { loop(p).max_trips = 9; }), bad);
+  expect_refused(
+      craft(pkg, [&](fb::PackageT& p) { loop(p).count_symbol = loop(p).iteration_symbol; }),
+      "loop 0: its groups");
+  // Two loops over the same groups.
+  expect_refused(craft(pkg,
+                       [&](fb::PackageT& p) {
+                         p.loops.push_back(std::make_unique<fb::LoopT>(loop(p)));
+                         p.loops[1]->iteration_symbol = 0;
+                         p.loops[1]->count_symbol = 0;
+                       }),
+                 "loop 1: its groups");
+  // A slot live inside the body stretched to before the loop: in the next iteration another
+  // slot could take its memory while it still holds a value from before the loop.
+  expect_refused(craft(pkg,
+                       [&](fb::PackageT& p) {
+                         for (auto& s : p.slots)
+                           if (s->kind == fb::SlotKind::Arena && s->first_group >= first &&
+                               s->last_group < last) {
+                             s->first_group = first - 1;
+                             return;
+                           }
+                         FAIL() << "no slot lives inside the loop's body";
+                       }),
+                 "lives in part of loop 0's groups");
 }
 
 }  // namespace

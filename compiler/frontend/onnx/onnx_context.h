@@ -81,7 +81,8 @@ class NodeContext {
   // ---- shape operands fed at run time (run_time_operands.h) ----
   // Input i's elements as symbols (DEFINE_VARs) read from its values when the package runs, when
   // it is a model input of int32 or int64 elements with a static shape (a float one refused,
-  // suggesting --freeze); empty when it is a
+  // suggesting --freeze), or as index expressions over a loop's iteration number when computed
+  // from it (loop_values); empty when it is a
   // compile-time constant. Throws as const_input does (suggesting --freeze) when it is computed
   // from model inputs.
   std::vector<const UOp*> run_time_ints(size_t i);
@@ -92,6 +93,13 @@ class NodeContext {
   // dim parameters bound by --dim NAME=N). Throws Unsupported, suggesting --freeze, when it
   // declares none: input `operand`, read at run time, cannot then give the shape.
   Shape declared_shape(size_t out, size_t operand);
+  // The type the model declares for output `out` (a graph output or value_info), or nullptr.
+  const onnx::TypeProto_Tensor* declared_type(size_t out) const;
+  // "node 'name' (Op, opset N)", for messages.
+  std::string where() const;
+  // Whether the index expressions `v` read a loop's iteration number and no other symbol
+  // (run_time_ints of a value computed from it, in a loop group's body).
+  bool loop_values(const std::vector<const UOp*>& v);
   // The run fails unless `holds` (over run_time_ints' symbols); `what` completes "node '...'
   // (Op, opset N): input 'x' ...".
   void require(const UOp* holds, size_t operand, const std::string& what);

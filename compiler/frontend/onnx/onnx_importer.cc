@@ -58,9 +58,12 @@ class Importer {
   // The model input a tensor depends on ("" if none: it is a compile-time constant).
   std::string depends_on_input(const UOp* u) {
     if (auto it = first_input_.find(u); it != first_input_.end()) return it->second;
-    for (const UOp* n : u->toposort())
-      if (n->op == Op::BUFFER && n->buffer().kind == BufferKind::Input)
+    // A model input, or inside a loop body its state or iteration number.
+    for (const UOp* n : u->toposort()) {
+      if (n->op == Op::BUFFER && n->buffer().kind != BufferKind::Weight)
         return first_input_[u] = n->buffer().name;
+      if (n->op == Op::DEFINE_VAR) return first_input_[u] = n->var().name;
+    }
     return first_input_[u] = "";
   }
 
@@ -310,6 +313,16 @@ int NodeContext::output_type(size_t i) const {
   return it == imp_.types_.end() ? -1 : it->second;
 }
 
+const onnx::TypeProto_Tensor* NodeContext::declared_type(size_t out) const {
+  if (out >= num_outputs() || node_.output(static_cast<int>(out)).empty()) return nullptr;
+  auto it = imp_.declared_.find(node_.output(static_cast<int>(out)));
+  return it == imp_.declared_.end() ? nullptr : it->second;
+}
+
+std::string NodeContext::where() const {
+  return node_where(node_, opset_);
+}
+
 Shape NodeContext::declared_shape(size_t out, size_t operand) {
   const std::string& in = node_.input(static_cast<int>(operand));
   std::string why = "input " + std::to_string(operand) + " ('" + in +
@@ -422,6 +435,11 @@ void Importer::check_option_names(
                                                   "=MIN..MAX)");
   for (const auto& [input, names] : opts_.shape_symbols)
     for (const std::string& n : names) params.insert(n);
+  // An output's dim parameter may be a loop's iteration count (checked after the import).
+  for (const auto& out : graph.output())
+    if (out.type().has_tensor_type() && out.type().tensor_type().has_shape())
+      for (const auto& d : out.type().tensor_type().shape().dim())
+        if (d.has_dim_param()) params.insert(d.dim_param());
   for (const auto& [param, _] : opts_.dim_ranges)
     if (!params.count(param))
       throw OptionError(Option::DimParam, "no input defines the symbol '" + param +
@@ -635,6 +653,17 @@ void Importer::run(onnx::ModelProto& m) {
       invalid = true;
     }
   }
+  // Every symbol --dim gives is set when the package runs: by an input's axis or by a loop.
+  std::set<int> set_by_inputs;
+  for (const GraphInput& in : g_.inputs())
+    for (int sy : in.axis_symbols) set_by_inputs.insert(sy);
+  for (const auto& [name, index] : symbols)
+    if (problems.empty() && !set_by_inputs.count(index) &&
+        g_.symbols()[static_cast<size_t>(index)].loop < 0)
+      throw OptionError(Option::DimParam,
+                        "no input or loop defines the symbol '" + name +
+                            "': it names dims of outputs only, and no Loop's stacked output "
+                            "starts with it");
   for (const auto& out : graph.output()) {
     auto it = values_.find(out.name());
     if (it == values_.end()) continue;  // its producer is reported

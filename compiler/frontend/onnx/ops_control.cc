@@ -11,11 +11,11 @@
 // is unrolled: each iteration's states feed the next, scan outputs are stacked.
 //
 // Loop: unrolled the same way when the trip count and every iteration's condition are known at
-// compile time (constants, or folded from them; up to kMaxUnrolledTrips iterations). A trip count
-// or condition computed at run time needs a loop group in the schedule (ARCHITECTURE §8) and is
-// reported.
+// compile time and the unrolled body is small (kMaxUnrolledLoopNodes); otherwise a loop group
+// (ARCHITECTURE §8, Graph::begin_loop): the body built once, the schedule repeating it.
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/tensor/indexing.h"
@@ -139,18 +139,23 @@ V scan(NodeContext& n, const V& states, const V& inputs) {
   return result;
 }
 
-constexpr int64_t kMaxUnrolledTrips = 4096;
+// Where the line is between unrolling a Loop and a loop group. A Loop whose trip count and
+// conditions are compile-time values is unrolled while it builds at most kMaxUnrolledLoopNodes
+// body nodes (trips x the body's nodes): unrolled, the iterations fuse into each other's
+// kernels and their index math folds (a 16-step body of a few nodes becomes one kernel), where a
+// loop group pays a barrier and a copy of its states per iteration. Past that, and for run-time
+// trip counts and conditions, the body is built once, as a loop group.
+constexpr int64_t kMaxUnrolledLoopNodes = 4096;
+// A Loop with no trip count (or a run-time one) and no stacked output needs no bound on its
+// iterations: the package plans nothing per iteration. Its iteration number stays in int32.
+constexpr int64_t kUnboundedTrips = (int64_t{1} << 31) - 1;
 
-V loop_op(NodeContext& n) {
-  int64_t trips = kMaxUnrolledTrips + 1;  // no M: until the condition stops it
-  if (n.has_input(0)) {
-    std::vector<int64_t> m = n.const_ints(0);
-    if (m.size() != 1) n.invalid("M must hold one value");
-    trips = std::max<int64_t>(m[0], 0);
-  }
+// The Loop unrolled at compile time for at most `trips` iterations; nullopt when an iteration's
+// condition turns out to be computed at run time, or, for a Loop without a trip count, when the
+// condition still holds after `trips` (then it is a loop group).
+std::optional<V> unrolled_loop(NodeContext& n, int64_t trips) {
   const onnx::GraphProto* body = n.attr_graph("body");
-  if (!body) n.invalid("attribute 'body' (a graph) is missing");
-  n.will_unroll(std::min(trips, kMaxUnrolledTrips) * body->node_size());
+  n.will_unroll(trips * body->node_size());
   bool running = true;
   if (n.has_input(1)) {
     const NDArray& c = n.const_input(1);
@@ -162,9 +167,6 @@ V loop_op(NodeContext& n) {
   std::vector<V> per_step;
   int64_t t = 0;
   for (; running && t < trips; ++t) {
-    if (t == kMaxUnrolledTrips)
-      n.unsupported("a Loop of more than " + std::to_string(kMaxUnrolledTrips) +
-                    " iterations (unrolled at compile time)");
     V args = {n.scalar(static_cast<double>(t), dtypes::int64),
               Tensor::full(n.graph(), {}, 1, dtypes::bool_)};
     args.insert(args.end(), carried.begin(), carried.end());
@@ -172,13 +174,12 @@ V loop_op(NodeContext& n) {
     if (out.size() < 1 + carried.size())
       n.invalid("the body gives " + std::to_string(out.size()) + " outputs for the condition and " +
                 std::to_string(carried.size()) + " loop-carried values");
-    if (!n.is_const(out[0]))
-      n.unsupported("a Loop whose condition is computed at run time (iteration " +
-                    std::to_string(t) + ")");
+    if (!n.is_const(out[0])) return std::nullopt;
     running = n.eval_const(out[0]).get(0).as_double() != 0;
     for (size_t s = 0; s < carried.size(); ++s) carried[s] = out[1 + s];
     per_step.emplace_back(out.begin() + static_cast<std::ptrdiff_t>(1 + carried.size()), out.end());
   }
+  if (running && t == trips && !n.has_input(0)) return std::nullopt;
   V result = carried;
   size_t k_out =
       static_cast<size_t>(std::max(0, body->output_size() - 1 - static_cast<int>(carried.size())));
@@ -194,6 +195,127 @@ V loop_op(NodeContext& n) {
     result.push_back(concat(rows, 0));
   }
   return result;
+}
+
+// The iterations a loop group is planned for, from what bounds its stacked (scan) outputs: each
+// one's first dim as the model declares it — a number, or a dim parameter given a range with
+// --dim NAME=LO..HI (which then is the loop's count symbol) — or a trip count known at compile
+// time. `count` is set to that dim parameter's symbol, or -1.
+int64_t loop_bound(NodeContext& n, size_t states, size_t scans, std::optional<int64_t> const_trips,
+                   int* count) {
+  *count = -1;
+  int64_t bound = const_trips ? std::max<int64_t>(1, *const_trips) : kUnboundedTrips;
+  const std::vector<Symbol>& symbols = n.graph().symbols();
+  for (size_t j = 0; j < scans; ++j) {
+    size_t out = states + j;
+    const onnx::TypeProto_Tensor* t = n.declared_type(out);
+    std::string name = out < n.num_outputs() ? n.node().output(static_cast<int>(out)) : "";
+    auto unbounded = [&]() {
+      n.invalid("scan output " + std::to_string(j) + " ('" + name +
+                "') needs a bound on the iterations (the trip count is known only at run time): "
+                "declare its first dim as a number, or as a dim parameter given a range with "
+                "--dim NAME=LO..HI");
+    };
+    if (!t || !t->has_shape() || t->shape().dim_size() < 1) {
+      if (!const_trips) unbounded();
+      continue;
+    }
+    const auto& d = t->shape().dim(0);
+    if (d.has_dim_value() && d.dim_value() > 0) {
+      bound = std::min(bound, d.dim_value());
+      continue;
+    }
+    auto sym = std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) {
+      return d.has_dim_param() && s.name == d.dim_param() && !s.value;
+    });
+    if (sym == symbols.end()) {
+      if (!const_trips) unbounded();
+      continue;
+    }
+    int index = static_cast<int>(sym - symbols.begin());
+    if (*count >= 0 && *count != index)
+      n.invalid("scan outputs name two dim parameters ('" + symbols[*count].name + "' and '" +
+                sym->name + "') for the one iteration count");
+    *count = index;
+  }
+  // The count symbol's layout is its bound: the stacked outputs hold that many rows.
+  return *count >= 0 ? symbols[static_cast<size_t>(*count)].max : bound;
+}
+
+// The Loop as a loop group: its body built once, over a run-time trip count and condition.
+V loop_group(NodeContext& n) {
+  Graph& g = n.graph();
+  const onnx::GraphProto* body = n.attr_graph("body");
+  size_t states = n.num_inputs() > 2 ? n.num_inputs() - 2 : 0;
+  if (body->output_size() < 1 + static_cast<int>(states))
+    n.invalid("the body gives " + std::to_string(body->output_size()) +
+              " outputs for the condition and " + std::to_string(states) + " loop-carried values");
+  size_t scans = static_cast<size_t>(body->output_size()) - 1 - states;
+  const UOp* trips = nullptr;
+  std::optional<int64_t> const_trips;
+  if (n.has_input(0)) {
+    Tensor m = n.input(0);
+    if (m.numel() != 1) n.invalid("M must hold one value");
+    if (!m.dtype().is_int()) n.invalid("M must be an integer, got " + m.dtype().str());
+    trips = m.reshape({}).cast(dtypes::int64).uop();
+    if (n.input_is_const(0)) const_trips = n.const_ints(0).at(0);
+  }
+  int count = -1;
+  int64_t max_trips = loop_bound(n, states, scans, const_trips, &count);
+  int loop = g.begin_loop(n.where(), trips, max_trips, count);
+  try {
+    // An iteration runs only while the condition holds, so the body always sees it true.
+    V args = {Tensor(&g, g.loop_iteration(loop)), Tensor::full(g, {}, 1, dtypes::bool_)};
+    for (size_t i = 0; i < states; ++i)
+      args.emplace_back(&g, g.add_loop_state(loop, n.input(2 + i).uop()));
+    V out = n.subgraph("body", args);
+    if (out.size() != 1 + states + scans)
+      n.invalid("the body gives " + std::to_string(out.size()) + " outputs, its graph lists " +
+                std::to_string(1 + states + scans));
+    std::vector<const UOp*> next, stacked;
+    for (size_t i = 0; i < states; ++i) next.push_back(out[1 + i].uop());
+    for (size_t j = 0; j < scans; ++j) stacked.push_back(out[1 + states + j].uop());
+    // The condition is a state unless it is true before the loop and after every iteration.
+    // The body's condition ends the loop also when the node has no `cond` input (as ONNX
+    // Runtime and ONNX's reference do; the spec's pseudo-code calls it ignored there).
+    Tensor c = n.has_input(1) ? n.input(1) : Tensor::full(g, {}, 1, dtypes::bool_), c_next = out[0];
+    if (c.numel() != 1 || c_next.numel() != 1 || !c_next.dtype().is_bool())
+      n.invalid("cond and the body's condition must each be one bool");
+    bool always = n.is_const(c) && n.eval_const(c).get(0).as_int() && n.is_const(c_next) &&
+                  n.eval_const(c_next).get(0).as_int();
+    if (!always) {
+      g.add_loop_state(loop, c.reshape({}).cast(dtypes::bool_).uop(), true);
+      next.push_back(c_next.reshape({}).uop());
+    } else if (!trips) {
+      n.invalid("a Loop with no trip count whose condition is always true never ends");
+    }
+    std::vector<const UOp*> results = g.end_loop(loop, next, stacked);
+    V result;
+    for (size_t i = 0; i < states; ++i) result.emplace_back(&g, results[i]);
+    for (size_t j = 0; j < scans; ++j) result.emplace_back(&g, results[next.size() + j]);
+    return result;
+  } catch (...) {
+    g.abandon_loop(loop);
+    throw;
+  }
+}
+
+V loop_op(NodeContext& n) {
+  const onnx::GraphProto* body = n.attr_graph("body");
+  if (!body) n.invalid("attribute 'body' (a graph) is missing");
+  bool static_cond = !n.has_input(1) || n.input_is_const(1);
+  int64_t most = kMaxUnrolledLoopNodes / std::max(1, body->node_size());
+  if (n.has_input(0) && n.input_is_const(0) && static_cond) {
+    std::vector<int64_t> m = n.const_ints(0);
+    if (m.size() != 1) n.invalid("M must hold one value");
+    int64_t trips = std::max<int64_t>(m[0], 0);
+    if (trips <= most)
+      if (std::optional<V> r = unrolled_loop(n, trips)) return *r;
+  } else if (!n.has_input(0) && static_cond) {
+    // Until the condition stops it, if it does so soon.
+    if (std::optional<V> r = unrolled_loop(n, most)) return *r;
+  }
+  return loop_group(n);
 }
 
 V scan_op(NodeContext& n) {

@@ -11,6 +11,7 @@
 
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/frontend/onnx/run_time_operands.h"
+#include "compiler/ir/symbolic.h"
 #include "compiler/support/error.h"
 #include "schema/kiln_abi.h"
 
@@ -171,9 +172,61 @@ std::vector<const UOp*> NodeContext::run_time_float_bits(size_t i) {
   return run_time_values(i);
 }
 
+namespace {
+
+// The elements of tensor node `u` as index expressions, when it is computed from a loop's
+// iteration number and constants by integer arithmetic and reshapes (a Slice at [i, i + 1) in a
+// Loop body); empty otherwise. At most 64 elements.
+std::vector<const UOp*> iteration_values(const Graph& g, const UOp* u) {
+  if (!u->has_shape() || shape_numel(u->shape()) > 64 || !u->dtype.is_int()) return {};
+  Context& c = *u->ctx();
+  int64_t n = shape_numel(u->shape());
+  switch (u->op) {
+    case Op::CONST:
+      return std::vector<const UOp*>(static_cast<size_t>(n), c.const_index(u->cval().i));
+    case Op::BUFFER: {
+      if (!g.is_weight(u)) return {};
+      const NDArray& a = g.weight(u->buffer().id);
+      std::vector<const UOp*> v;
+      for (int64_t k = 0; k < n; ++k) v.push_back(c.const_index(a.get(k).as_int()));
+      return v;
+    }
+    case Op::CAST:
+      if (u->src[0]->op == Op::DEFINE_VAR) return {u->src[0]};
+      [[fallthrough]];
+    case Op::RESHAPE:
+    case Op::CONTIGUOUS:
+      return iteration_values(g, u->src[0]);
+    case Op::EXPAND: {
+      std::vector<const UOp*> v = iteration_values(g, u->src[0]);
+      if (v.size() != 1) return {};
+      return std::vector<const UOp*>(static_cast<size_t>(n), v[0]);
+    }
+    case Op::ADD:
+    case Op::MUL: {
+      std::vector<const UOp*> a = iteration_values(g, u->src[0]),
+                              b = iteration_values(g, u->src[1]);
+      if (a.size() != static_cast<size_t>(n) || b.size() != a.size()) return {};
+      for (size_t k = 0; k < a.size(); ++k)
+        a[k] = u->op == Op::ADD ? a[k]->add(b[k]) : a[k]->mul(b[k]);
+      return a;
+    }
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
 std::vector<const UOp*> NodeContext::run_time_values(size_t i) {
   if (input_is_const(i)) return {};
   const UOp* u = input(i).uop();
+  if (std::vector<const UOp*> v = iteration_values(graph(), u); !v.empty()) {
+    for (const UOp* e : v)
+      for (const UOp* x : e->toposort())
+        if (x->op == Op::DEFINE_VAR) return v;
+    return {};
+  }
   if (u->op != Op::BUFFER || u->buffer().kind != BufferKind::Input) {
     const_input(i);  // throws: computed from model inputs, it must be known at compile time
     return {};
@@ -184,7 +237,27 @@ std::vector<const UOp*> NodeContext::run_time_values(size_t i) {
   return vars;
 }
 
+bool NodeContext::loop_values(const std::vector<const UOp*>& v) {
+  bool any = false;
+  for (const UOp* e : v)
+    for (const UOp* x : e->toposort())
+      if (x->op == Op::DEFINE_VAR) {
+        if (graph().symbols().at(static_cast<size_t>(x->var().slot)).loop < 0) return false;
+        any = true;
+      }
+  return any;
+}
+
 void NodeContext::require(const UOp* holds, size_t operand, const std::string& what) {
+  // Over a loop's iteration number: decided here, for every iteration the loop can run (the
+  // checks run before the loop sets it).
+  if (loop_values({holds})) {
+    const UOp* h = simplify(holds);
+    if (h->is_const(1)) return;
+    unsupported("input " + std::to_string(operand) + " ('" +
+                node_.input(static_cast<int>(operand)) +
+                "') varies with the loop's iteration number, and its values need not " + what);
+  }
   graph().add_check(holds, node_where(node_, opset_) + ": input '" +
                                node_.input(static_cast<int>(operand)) + "' " + what);
 }

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "compiler/frontend/onnx/run_time_operands.h"
+#include "compiler/ir/symbolic.h"
 #include "compiler/support/error.h"
 
 namespace kiln::onnxfe {
@@ -64,15 +65,8 @@ Tensor run_time_slice(NodeContext& n) {
   int64_t r = x.ndim();
   size_t first = 1;  // the first operand read at run time names the errors
   while (first < 5 && (!n.has_input(first) || n.input_is_const(first))) ++first;
-  Shape d = n.declared_shape(0, first);
-  if (static_cast<int64_t>(d.size()) != r)
-    n.invalid("the declared output " + shape_str(d) + " differs from the input in rank");
   size_t k = static_cast<size_t>(n.input(1).numel());
   if (static_cast<size_t>(n.input(2).numel()) != k) n.invalid("starts and ends differ in length");
-  if (k == 0) {
-    if (d != x.shape()) n.invalid("an empty slice keeps the input's shape, not " + shape_str(d));
-    return x;
-  }
   auto index = [](size_t j) { return static_cast<int64_t>(j); };
   auto one = [](size_t) { return int64_t{1}; };
   std::vector<const UOp*> S = operand_symbols(n, 1, k, index), E = operand_symbols(n, 2, k, index),
@@ -80,6 +74,31 @@ Tensor run_time_slice(NodeContext& n) {
   if (A.size() != k || T.size() != k) n.invalid("starts, axes and steps differ in length");
   if (static_cast<int64_t>(k) > r) n.invalid("more starts than axes");
   bool axes_known = A.empty() || A[0]->op == Op::CONST;
+  std::vector<const UOp*> all = S;
+  for (const auto* v : {&E, &A, &T}) all.insert(all.end(), v->begin(), v->end());
+  // In a loop group's body, starts and ends computed from the iteration number (x[i : i + 1]):
+  // a slice whose length every iteration shares, moving along the axis.
+  Shape d = n.loop_values(all) ? x.shape() : n.declared_shape(0, first);
+  if (n.loop_values(all)) {
+    for (size_t j = 0; j < k; ++j) {
+      const UOp* len = nullptr;
+      if (axes_known && T[j]->op == Op::CONST && T[j]->cval().i != 0) {
+        int64_t a = A[j]->cval().i < 0 ? A[j]->cval().i + r : A[j]->cval().i;
+        if (a >= 0 && a < r) {
+          len = simplify(slice_count(S[j], E[j], T[j], x.dim(a)));
+          if (len->op == Op::CONST) d[static_cast<size_t>(a)] = len->cval().i;
+        }
+      }
+      if (!len || len->op != Op::CONST)
+        n.unsupported("a Slice in a loop body whose length varies with the iteration number");
+    }
+  }
+  if (static_cast<int64_t>(d.size()) != r)
+    n.invalid("the declared output " + shape_str(d) + " differs from the input in rank");
+  if (k == 0) {
+    if (d != x.shape()) n.invalid("an empty slice keeps the input's shape, not " + shape_str(d));
+    return x;
+  }
   std::string what = "must give the shape " + shape_str(d) +
                      " the package was compiled for (the model's declared output shape)";
 

@@ -295,7 +295,10 @@ KILN_API kiln_status kiln_session_bind_output(kiln_session* session, size_t inde
                                               void* data, size_t size_bytes);
 
 /* Runs the model once. Allocates nothing and makes no system call beyond waking its workers.
- * Errors: KILN_INVALID_ARGUMENT (NULL), KILN_FAILED_PRECONDITION (an input never set). */
+ * Errors: KILN_INVALID_ARGUMENT (NULL; a shape or shape operand the package was not compiled
+ * for; a loop group whose trip count or condition would take it past the iterations it is
+ * planned for, naming the model node: no output of that run is valid then),
+ * KILN_FAILED_PRECONDITION (an input never set). */
 KILN_API kiln_status kiln_session_run(kiln_session* session);
 
 /* The bytes of output |index| from the last run (in session memory, or the bound memory).
@@ -330,8 +333,9 @@ KILN_API kiln_status kiln_session_set_input_shaped(kiln_session* session, size_t
                                                    size_t size_bytes, size_t rank,
                                                    const int64_t* shape);
 
-/* The shape of output |index| in the last run (the declared shape for a static output), valid
- * until the next run or release; kiln_session_output then gives that shape's bytes, row-major.
+/* The shape of output |index| in the last run (the declared shape for a static output; a loop
+ * group's stacked output has as many rows as the loop ran iterations), valid until the next
+ * run or release; kiln_session_output then gives that shape's bytes, row-major.
  * Errors: KILN_INVALID_ARGUMENT, KILN_FAILED_PRECONDITION (no run has completed yet). */
 KILN_API kiln_status kiln_session_output_shape(const kiln_session* session, size_t index,
                                                size_t* out_rank, const int64_t** out_shape);
