@@ -96,8 +96,10 @@ class Lowerer {
     // Every loop is scheduled, also one whose results nothing reads: its symbols are in the
     // plan's table, which the runtime checks are each set by an input or a loop.
     for (size_t l = 0; l < g_.loops().size(); ++l) schedule_loop(static_cast<int>(l));
+    // Realized nodes first: a loop's stacked value that some kernel realizes anyway is then
+    // copied into its row, not computed a second time.
     while (!work_.empty() || !jobs_.empty()) {
-      if (!jobs_.empty()) {
+      if (work_.empty()) {
         Job j = jobs_.front();
         jobs_.pop_front();
         // (Realized since it was queued: copied from its buffer, not computed again.)

@@ -420,7 +420,7 @@ int main_impl(int argc, char** argv) {
       };
       size_t k = o.status == "frozen"                                         ? 0
                  : o.status == "pass"                                         ? why.size()
-                 : o.status == "fail"                                         ? 7
+                 : o.status == "fail" && !has("is random")                    ? 7
                  : has("string")                                              ? 1
                  : has("not a tensor") || has("Sequence") || has("Optional")  ? 2
                  : has("preview.training")                                    ? 3

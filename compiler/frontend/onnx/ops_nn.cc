@@ -1,8 +1,10 @@
 // Neural-network ONNX ops: convolutions, pooling, normalizations, Gemm/MatMul/Einsum, Dropout.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "compiler/frontend/onnx/onnx_context.h"
@@ -385,16 +387,39 @@ void register_nn_ops(OpRegistry& r) {
   };
   r["Einsum"] = [](NodeContext& n) { return V{einsum(n)}; };
   r["Det"] = [](NodeContext& n) { return V{det(n.input(0))}; };
+  // Dropout is deterministic where the spec's output is: in inference (training_mode false, the
+  // default, and every opset before 12) and in training mode with a ratio of 0 (nothing dropped,
+  // a scale of 1). Either way y = x and the mask is all true. Training mode with another ratio
+  // drops values at random: refused, or, for operands read at run time, a check that fails the
+  // run naming the node.
   r["Dropout"] = [](NodeContext& n) {
     Tensor x = n.input(0);
-    if (n.has_input(2) && n.input_is_const(2)) {
-      // training_mode is a bool tensor (integers are accepted too).
-      const NDArray& t = n.const_input(2);
-      if (t.numel() && t.get(0).as_double() != 0) n.unsupported("training_mode=1 (random dropout)");
-    } else if (n.has_input(2)) {
-      n.unsupported("a training_mode that is not a constant");
+    V same = {x, Tensor::full(n.graph(), x.shape(), 1, dtypes::bool_)};
+    if (n.opset() < 12 || !n.has_input(2)) return same;
+    const std::string random = "a training-mode Dropout with a nonzero ratio is random";
+    // The ratio: nullopt when read at run time (as a float32's bits; +-0 are 0 and INT32_MIN).
+    std::optional<bool> ratio_zero = !n.has_input(1) ? std::optional<bool>(false) : std::nullopt;
+    const UOp* zero_bits = nullptr;
+    if (n.has_input(1) && n.input_is_const(1)) {
+      ratio_zero = n.const_floats(1).at(0) == 0.0;
+    } else if (n.has_input(1)) {
+      const UOp* bits = n.run_time_float_bits(1).at(0);
+      zero_bits = bits->eq(bits->const_like(int64_t{0}))
+                      ->logical_or(bits->eq(bits->const_like(int64_t{INT32_MIN})));
     }
-    return V{x, Tensor::full(n.graph(), x.shape(), 1, dtypes::bool_)};
+    if (n.input_is_const(2)) {
+      const NDArray& t = n.const_input(2);  // a bool tensor (integers are accepted too)
+      if (!t.numel() || t.get(0).as_double() == 0 || ratio_zero.value_or(false)) return same;
+      if (ratio_zero) n.unsupported(random + " (training_mode is true)");
+      n.require(zero_bits, 1, "must be 0 in training mode: " + random);
+      return same;
+    }
+    if (ratio_zero.value_or(false)) return same;
+    const UOp* t = n.run_time_ints(2).at(0);
+    const UOp* inference = t->eq(t->const_like(int64_t{0}));
+    n.require(zero_bits ? inference->logical_or(zero_bits) : inference, 2,
+              "must be false unless the ratio is 0: " + random);
+    return same;
   };
 }
 
