@@ -38,7 +38,7 @@ extern "C" {
       * 4: symbolic dims; 5: shape operands as run-time values; \
       * 6: float32 value symbols as bit patterns, bool ones;    \
       * 7: a slot written in several groups (concatenations);   \
-      * 8: loop groups */
+      * 8: loop groups, sizes computed from data */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
@@ -176,6 +176,7 @@ enum {
   KILN_ABI_PACKAGE_SYMBOLS, /* format 2.4 */
   KILN_ABI_PACKAGE_CHECKS,  /* format 2.5 */
   KILN_ABI_PACKAGE_LOOPS,   /* format 2.8 (also a Variant's) */
+  KILN_ABI_PACKAGE_COUNTS,  /* format 2.8 (also a Variant's) */
   KILN_ABI_PACKAGE_FIELD_COUNT
 };
 enum {
@@ -220,6 +221,12 @@ enum {
   KILN_ABI_LOOP_ITERATION_SYMBOL,
   KILN_ABI_LOOP_COUNT_SYMBOL,
   KILN_ABI_LOOP_FIELD_COUNT
+};
+enum {
+  KILN_ABI_COUNT_SYMBOL,
+  KILN_ABI_COUNT_SLOT,
+  KILN_ABI_COUNT_GROUP,
+  KILN_ABI_COUNT_FIELD_COUNT
 };
 /* Loop control (format 2.8), one rule for the runtime and the compiler's JIT and interpreter:
  * whether iteration |i| of a loop runs, given its trip count (|trips| < 0: none), its condition

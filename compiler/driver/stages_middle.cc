@@ -105,6 +105,7 @@ void rangeify_run(Compilation& c) {
   plan.outputs = std::move(r.outputs);
   plan.fusion_log = std::move(r.fusion_log);
   plan.loops = std::move(r.loops);
+  plan.counts = std::move(r.counts);
   plan.symbols = c.a.graph->symbols();
   plan.checks = c.a.graph->checks();
   c.a.rangeified = std::move(r.kernels);

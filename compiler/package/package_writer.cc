@@ -118,6 +118,7 @@ struct VariantTables {
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Slot>>> slots;
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Group>>> groups;
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Loop>>> loops;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Count>>> counts;
   uint64_t arena_size, arena_lower_bound;
   uint32_t arena_alignment;
 };
@@ -262,6 +263,14 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
           static_cast<uint32_t>(l->iteration), static_cast<uint32_t>(l->count)));
     out.loops = fbb.CreateVector(loops);
   }
+  if (!plan.counts.empty()) {
+    std::vector<flatbuffers::Offset<fb::Count>> counts;
+    for (const PlanCount& c : plan.counts)
+      counts.push_back(fb::CreateCount(fbb, static_cast<uint32_t>(c.symbol),
+                                       static_cast<uint32_t>(c.buffer),
+                                       static_cast<uint32_t>(c.group)));
+    out.counts = fbb.CreateVector(counts);
+  }
 
   const TargetInfo& t = *v.target;
   std::vector<flatbuffers::Offset<flatbuffers::String>> feats;
@@ -340,6 +349,7 @@ std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
     vb.add_arena_lower_bound(v.arena_lower_bound);
     vb.add_groups(v.groups);
     if (!v.loops.IsNull()) vb.add_loops(v.loops);
+    if (!v.counts.IsNull()) vb.add_counts(v.counts);
     more.push_back(vb.Finish());
   }
   const VariantTables& v0 = built[0];
@@ -415,7 +425,7 @@ std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
       fbb, provenance, v0.target, v0.inputs, v0.outputs, v0.kernels, v0.code, const_vec, v0.slots,
       v0.arena_size, v0.arena_alignment, v0.arena_lower_bound, v0.groups,
       fbb.CreateVector(sections), 0, selftest_table, static_kernels_id, signature,
-      more.empty() ? 0 : fbb.CreateVector(more), symbols, checks, v0.loops);
+      more.empty() ? 0 : fbb.CreateVector(more), symbols, checks, v0.loops, v0.counts);
   fbb.Finish(pkg, fb::PackageIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (signing_key) {

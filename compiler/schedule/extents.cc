@@ -45,6 +45,12 @@ class ExtentAnalysis {
         e[0] = g_.symbol_var(l.count);
         set(sc.out, std::move(e));
       }
+    // A counted value holds its count's rows.
+    for (const GraphCounted& c : g_.counted_values()) {
+      std::vector<const UOp*> e = out_.of(c.out);
+      e[0] = g_.symbol_var(g_.counts()[static_cast<size_t>(c.count)].symbol);
+      set(c.out, std::move(e));
+    }
     for (const UOp* u : g_.sink()->toposort())
       if (u->has_shape() && u->op != Op::BUFFER) {
         set(u, extents_of(u));
@@ -364,7 +370,7 @@ std::vector<int64_t> bind_symbols(const std::vector<Symbol>& symbols,
     }
   }
   for (size_t k = 0; k < symbols.size(); ++k)
-    if (vars[k] < 0 && !symbols[k].value && symbols[k].loop < 0)
+    if (vars[k] < 0 && !symbols[k].value && symbols[k].loop < 0 && symbols[k].count < 0)
       throw Error("no input sets the symbol '" + symbols[k].name + "'");
   return vars;
 }

@@ -1,5 +1,6 @@
 #include "compiler/schedule/parallel_groups.h"
 
+#include <algorithm>
 #include <deque>
 
 #include "compiler/support/error.h"
@@ -69,6 +70,18 @@ void parallel_groups(Plan& plan) {
   }
   for (const std::vector<int>& w : writers)
     for (size_t k = 1; k < w.size(); ++k) edge(w[k - 1], w[k]);
+  // A size computed from data is read by the runtime after its writer's group: every launch
+  // whose kernel reads its symbol comes later.
+  std::vector<std::vector<int64_t>> reads(plan.programs.size());
+  for (size_t p = 0; p < plan.programs.size() && !plan.counts.empty(); ++p)
+    for (const UOp* u : plan.programs[p].ast->toposort())
+      if (u->op == Op::DEFINE_VAR) reads[p].push_back(u->var().slot);
+  for (const PlanCount& c : plan.counts)
+    for (int w : writers[static_cast<size_t>(c.buffer)])
+      for (size_t i = 0; i < n; ++i) {
+        const auto& r = reads[static_cast<size_t>(plan.launches[i].program)];
+        if (std::find(r.begin(), r.end(), c.symbol) != r.end()) edge(w, static_cast<int>(i));
+      }
   // The runtime reads a loop's trip count when the loop starts.
   for (size_t l = 0; l < nloops; ++l)
     if (int t = plan.loops[l].trips; t >= 0)
@@ -84,6 +97,7 @@ void parallel_groups(Plan& plan) {
   // Groups level by level: the level's launches, then each loop of the level as its body's
   // groups (by body level; the carries last).
   std::vector<Launch> ordered;
+  std::vector<int> group_of(n, -1);
   plan.groups.clear();
   auto emit = [&](const std::vector<int>& launches) {
     if (launches.empty()) return;
@@ -91,6 +105,7 @@ void parallel_groups(Plan& plan) {
     for (int i : launches) {
       ids.push_back(static_cast<int>(ordered.size()));
       ordered.push_back(plan.launches[static_cast<size_t>(i)]);
+      group_of[static_cast<size_t>(i)] = static_cast<int>(plan.groups.size());
     }
     plan.groups.push_back(ids);
   };
@@ -122,6 +137,12 @@ void parallel_groups(Plan& plan) {
       if (static_cast<int>(plan.groups.size()) == loop.first_group) plan.groups.push_back({});
       loop.last_group = static_cast<int>(plan.groups.size()) - 1;
     }
+  }
+  for (PlanCount& c : plan.counts) {
+    const auto& w = writers[static_cast<size_t>(c.buffer)];
+    KILN_CHECK(w.size() == 1 && plan.launches[static_cast<size_t>(w[0])].loop < 0, c.name,
+               ": a computed size needs one writer outside every loop");
+    c.group = group_of[static_cast<size_t>(w[0])];
   }
   plan.launches = std::move(ordered);
 }

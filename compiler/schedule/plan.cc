@@ -114,6 +114,15 @@ void run_schedule(const Plan& plan, std::vector<int64_t>& vars,
     const PlanLoop* l = plan.loop_of_group(g);
     if (!l) {
       run_group(g);
+      for (const PlanCount& c : plan.counts) {
+        if (c.group != g) continue;
+        int64_t v = read_scalar(c.buffer);
+        const Symbol& s = plan.symbols.at(static_cast<size_t>(c.symbol));
+        if (v < s.min || v > s.max)
+          throw Error(str_cat(c.name, ": the size '", s.name, "' is ", v, ", outside the [", s.min,
+                              ", ", s.max, "] the package is planned for"));
+        vars.at(static_cast<size_t>(c.symbol)) = v;
+      }
       continue;
     }
     int64_t trips = l->trips >= 0 ? read_scalar(l->trips) : -1;

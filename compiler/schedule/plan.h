@@ -99,6 +99,16 @@ struct PlanLoop {
   int first_group = -1, last_group = -1;  // set by parallel_groups
 };
 
+// A size computed from data (GraphCount): the runtime reads `buffer` (an int64 scalar) into
+// symbol `symbol` after group `group` (set by parallel_groups: the group of its writer), checked
+// against the symbol's bounds; every launch that reads the symbol runs after it.
+struct PlanCount {
+  std::string name;  // the model node, for messages
+  int symbol = -1;
+  int buffer = -1;
+  int group = -1;
+};
+
 struct Plan {
   std::vector<PlanBuffer> buffers;
   std::vector<int> inputs;   // buffer ids in model input order
@@ -113,7 +123,8 @@ struct Plan {
   std::vector<Symbol> symbols;
   // Conditions on the symbols' run-time values (Graph::checks), checked before each run.
   std::vector<GraphCheck> checks;
-  std::vector<PlanLoop> loops;  // in group order, none nested
+  std::vector<PlanLoop> loops;    // none nested
+  std::vector<PlanCount> counts;  // by GraphCount index
   // The loop whose body group `g` is in, or nullptr.
   const PlanLoop* loop_of_group(int g) const;
 

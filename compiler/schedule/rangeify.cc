@@ -96,6 +96,7 @@ class Lowerer {
     // Every loop is scheduled, also one whose results nothing reads: its symbols are in the
     // plan's table, which the runtime checks are each set by an input or a loop.
     for (size_t l = 0; l < g_.loops().size(); ++l) schedule_loop(static_cast<int>(l));
+    for (size_t c = 0; c < g_.counts().size(); ++c) schedule_count(static_cast<int>(c));
     // Realized nodes first: a loop's stacked value that some kernel realizes anyway is then
     // copied into its row, not computed a second time.
     while (!work_.empty() || !jobs_.empty()) {
@@ -147,6 +148,13 @@ class Lowerer {
     if (auto it = loop_results_.find(n); it != loop_results_.end()) {
       schedule_loop(it->second);
       return realized_.at(n);
+    }
+    if (auto it = counted_outs_.find(n); it != counted_outs_.end()) {
+      const GraphCounted& c = g_.counted_values()[static_cast<size_t>(it->second)];
+      int id = new_buffer(n->buffer().name, BufferKind::Intermediate, n);
+      realized_[n] = id;
+      jobs_.push_back({c.value, id, false, std::nullopt, -1, false});
+      return id;
     }
     KILN_CHECK(g_.is_weight(n), "BUFFER that is neither an input nor a weight: ", describe_node(n));
     int id = new_buffer(n->buffer().name, BufferKind::Weight, n);
@@ -755,6 +763,21 @@ class Lowerer {
       for (const auto& sc : l.scans) loop_results_[sc.out] = li;
     }
     res_.loops.resize(g_.loops().size());
+    for (size_t i = 0; i < g_.counted_values().size(); ++i)
+      counted_outs_[g_.counted_values()[i].out] = static_cast<int>(i);
+    res_.counts.resize(g_.counts().size());
+  }
+
+  // A size computed from data: its count realized into a buffer of its own (a copy when it is
+  // one already), which the runtime reads into the symbol.
+  void schedule_count(int ci) {
+    const GraphCount& c = g_.counts()[static_cast<size_t>(ci)];
+    if (varies_in(c.count) >= 0)
+      throw Error(c.name + ": a size computed from data inside a loop group's body");
+    const UOp* count = c.count;
+    if (count->op == Op::BUFFER || count->op == Op::CONST)
+      count = ctx_.make(Op::CONTIGUOUS, count->dtype, {count});
+    res_.counts[static_cast<size_t>(ci)] = {c.name, c.symbol, realize(count), -1};
   }
 
   // Buffers for loop `li`'s states and stacked outputs, and its kernels queued: the initial
@@ -816,6 +839,7 @@ class Lowerer {
   RangeifyResult res_;
   std::unordered_map<const UOp*, int> loop_inputs_;   // states and iteration numbers: their loop
   std::unordered_map<const UOp*, int> loop_results_;  // final states, stacked outputs: their loop
+  std::unordered_map<const UOp*, int> counted_outs_;  // counted values: their GraphCounted index
   std::unordered_map<const UOp*, int> varies_;        // see varies_in
   std::set<int> scheduled_loops_;
   std::deque<Job> jobs_;

@@ -15,6 +15,9 @@
 // (hoisted where it holds a reduction); each state whose next value is not itself gets a carry
 // kernel copying the next value in after the rest of the body; each stacked value is stored at
 // row `iteration` of its buffer. Loops do not nest.
+//
+// Sizes computed from data (Graph::counts): each count is realized into a buffer the runtime reads
+// into its symbol; a counted value is computed into its buffer, laid out at the count's bound.
 #pragma once
 
 #include <string>
@@ -39,7 +42,8 @@ struct RangeifiedKernel {
 struct RangeifyResult {
   std::vector<PlanBuffer> buffers;
   std::vector<int> inputs, outputs;
-  std::vector<PlanLoop> loops;  // by GraphLoop index; a loop nothing reads has no launches
+  std::vector<PlanLoop> loops;    // by GraphLoop index
+  std::vector<PlanCount> counts;  // by GraphCount index
   std::vector<RangeifiedKernel> kernels;
   std::vector<std::string> fusion_log;
 };

@@ -94,6 +94,12 @@ NDArray EagerEvaluator::compute(const UOp* u) {
       if (b.kind == BufferKind::Weight) return g_.weight(b.id);
       if (b.kind == BufferKind::Intermediate) {
         if (auto it = bound_.find(u); it != bound_.end()) return it->second;
+        for (const GraphCounted& c : g_.counted_values()) {
+          if (c.out != u) continue;
+          const GraphCount& k = g_.counts()[static_cast<size_t>(c.count)];
+          symbols_[k.symbol] = eval(k.count).get(0).as_int();
+          return eval(c.value);
+        }
         for (size_t l = 0; l < g_.loops().size(); ++l) {
           const GraphLoop& loop = g_.loops()[l];
           bool result = false;

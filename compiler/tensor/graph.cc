@@ -209,6 +209,8 @@ const UOp* Graph::sink() const {
   std::vector<const UOp*> src;
   for (const auto& o : outputs_) src.push_back(o.node);
   for (const GraphLoop& l : loops_) for_each_loop_root(l, [&](const UOp* u) { src.push_back(u); });
+  for (const GraphCount& c : counts_) src.push_back(c.count);
+  for (const GraphCounted& c : counted_) src.push_back(c.value);
   return ctx_->make(Op::SINK, dtypes::void_, src);
 }
 
@@ -228,7 +230,50 @@ void Graph::set_roots(const std::vector<const UOp*>& roots) {
     for (auto& sc : l.scans)
       if (sc.value) sc.value = next();
   }
+  for (GraphCount& c : counts_) c.count = next();
+  for (GraphCounted& c : counted_) c.value = next();
   KILN_CHECK(i == roots.size(), "set_roots: ", roots.size(), " roots for a graph of ", i);
+}
+
+const UOp* Graph::counted(const std::string& name, const std::string& size_name, const UOp* value,
+                          const UOp* count, int symbol) {
+  KILN_CHECK(value->has_shape() && !value->shape().empty() && count->dtype == dtypes::int64 &&
+                 count->has_shape() && count->shape().empty(),
+             name, ": a counted value needs a first axis and an int64 scalar count");
+  int64_t bound = value->shape()[0];
+  int index = -1;
+  for (size_t k = 0; k < counts_.size(); ++k)
+    if (counts_[k].count == count) index = static_cast<int>(k);
+  if (index < 0) {
+    index = static_cast<int>(counts_.size());
+    if (symbol < 0) {
+      symbols_.push_back({fresh_symbol_name(size_name), 0, bound});
+      symbol = static_cast<int>(symbols_.size() - 1);
+    }
+    Symbol& s = symbols_.at(static_cast<size_t>(symbol));
+    if (s.loop >= 0 || s.value || s.count >= 0)
+      throw Error(name + ": the symbol '" + s.name + "' is already set by another node or input");
+    s.count = index;
+    counts_.push_back({name, count, symbol});
+  }
+  const Symbol& s = symbols_.at(static_cast<size_t>(counts_[static_cast<size_t>(index)].symbol));
+  if (s.max != bound)
+    throw InternalError(str_cat(name, ": a counted value of ", bound, " rows for '", s.name,
+                                "' (at most ", s.max, ")"));
+  const UOp* out = add_loop_buffer(size_name + ".rows", value->dtype, value->shape());
+  counted_.push_back({value, out, index});
+  return out;
+}
+
+std::string Graph::fresh_symbol_name(const std::string& base) const {
+  auto taken = [&](const std::string& n) {
+    for (const Symbol& s : symbols_)
+      if (s.name == n) return true;
+    return false;
+  };
+  if (!taken(base)) return base;
+  for (int i = 1;; ++i)
+    if (!taken(base + "_" + std::to_string(i))) return base + "_" + std::to_string(i);
 }
 
 const UOp* Graph::add_loop_buffer(const std::string& base, DType dtype, const Shape& shape) {

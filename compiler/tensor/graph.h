@@ -34,6 +34,7 @@ struct Symbol {
   int64_t max = 0;
   bool value = false;  // set by an input's value (Graph::value_symbols), not by an axis
   int loop = -1;       // set by loop group `loop` (its iteration number or count), not an input
+  int count = -1;      // set by Graph::counts()[count], a size the model computes
 };
 
 // A condition on the symbols' run-time values the graph was built under: `holds` (an index or
@@ -90,6 +91,23 @@ struct LoweringOptions {
   // The target's flops per byte streamed from memory (TargetInfo::machine_balance; 6.4 is an
   // AVX2 core's): Winograd's larger weights are weighed against the flops it saves with it.
   double machine_balance = 6.4;
+};
+
+// A size the model computes from data (NonMaxSuppression's selected boxes, Unique's distinct
+// values, a float Range's length; ARCHITECTURE §8): an int64 scalar the schedule computes and
+// the runtime then reads into `symbol`, checked against its bounds. Outputs whose first axis it
+// sizes are planned at the symbol's maximum and report their actual size.
+struct GraphCount {
+  std::string name;  // the model node, for messages
+  const UOp* count = nullptr;
+  int symbol = -1;
+};
+
+// `value` ([the count's bound, ...]) as a BUFFER `out` whose first axis holds `count` rows.
+struct GraphCounted {
+  const UOp* value = nullptr;
+  const UOp* out = nullptr;
+  int count = -1;  // index into Graph::counts()
 };
 
 class Graph {
@@ -153,11 +171,22 @@ class Graph {
   // the nodes after it are not taken for its body.
   void abandon_loop(int loop) { loops_.at(static_cast<size_t>(loop)).open = false; }
   const std::vector<GraphLoop>& loops() const { return loops_; }
+
+  // ---- sizes computed from data (GraphCount) ----
+  // `value` (its first axis the count's bound) as a tensor whose first axis holds `count` rows
+  // (an int64 scalar the model computes): a BUFFER the graph after it reads. `where` names the
+  // model node in messages. Outputs that share one count node share its symbol: a new one,
+  // `size_name`, in [0, value's first dim], or `symbol` (a dim parameter given a range, whose
+  // maximum must be that dim).
+  const UOp* counted(const std::string& where, const std::string& size_name, const UOp* value,
+                     const UOp* count, int symbol = -1);
+  const std::vector<GraphCount>& counts() const { return counts_; }
+  const std::vector<GraphCounted>& counted_values() const { return counted_; }
   // Whether a loop's body is being built (a node built now may belong to it).
   bool in_loop_body() const { return !loops_.empty() && loops_.back().open; }
   // The nodes every rewrite of the whole graph must carry over (outputs, then each loop's trip
-  // count, initial, next and stacked values), and setting them again after a rewrite:
-  // set_roots(sink()->src rewritten).
+  // count, initial, next and stacked values, then each computed size and counted value), and
+  // setting them again after a rewrite: set_roots(sink()->src rewritten).
   void set_roots(const std::vector<const UOp*>& roots);
   const NDArray& weight(int64_t id) const;
   bool is_weight(const UOp* u) const {
@@ -196,6 +225,9 @@ class Graph {
   std::vector<GraphCheck> checks_;
   std::vector<GraphOutput> outputs_;
   std::vector<GraphLoop> loops_;
+  std::vector<GraphCount> counts_;
+  std::vector<GraphCounted> counted_;
+  std::string fresh_symbol_name(const std::string& base) const;
   // A BUFFER the schedule writes (a loop's state or stacked output), named after `base`.
   const UOp* add_loop_buffer(const std::string& base, DType dtype, const Shape& shape);
   std::map<int64_t, NDArray> weights_;

@@ -114,6 +114,12 @@ typedef struct kiln_loop_desc {
   uint32_t iteration, count; /* symbols */
 } kiln_loop_desc;
 
+/* A size computed from data (format 2.8): after group |group| the runtime reads slot |slot|
+ * (an int64 scalar) into symbol |symbol|. */
+typedef struct kiln_count_desc {
+  uint32_t symbol, slot, group;
+} kiln_count_desc;
+
 typedef struct kiln_symbol_desc {
   const char* name; /* in the model's symbol copy */
   int64_t min, max;
@@ -188,6 +194,8 @@ struct kiln_model {
   /* format 2.8: the loop groups, in group order, and their names after them in one block */
   uint32_t num_loops;
   kiln_loop_desc* loops;
+  uint32_t num_counts;
+  kiln_count_desc counts[KILN_ABI_MAX_SYMBOLS];
   float selftest_tolerance;
   /* the kernel variants (kiln_model_variant_info): CPU names (truncated to 31 characters),
    * whether this CPU runs each, and the one loaded */

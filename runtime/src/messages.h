@@ -124,6 +124,10 @@
 #define KILN_MSG_LOOP_MALFORMED \
   "loop %u: its groups, trip count or condition slot, symbols or bound are malformed"
 #define KILN_MSG_SLOT_LIVES_IN_PART_OF_LOOP "arena slot %u lives in part of loop %u's groups"
+#define KILN_MSG_COUNT_MALFORMED \
+  "count %u: its symbol, slot or group is malformed (an int64 slot live in its group, no loop's)"
+#define KILN_MSG_KILN_SESSION_RUN_COUNT \
+  "kiln_session_run: the size '%s' is %lld, outside the [%lld, %lld] the package is planned for"
 #define KILN_MSG_OUT_OF_MEMORY_CREATING_A_SESSION "out of memory creating a session"
 #define KILN_MSG_KILN_SESSION_RUN_INPUT_AXIS_IS \
   "kiln_session_run: input '%s' axis %u is %lld, but '%s' is %lld in input '%s'"
@@ -368,6 +372,8 @@
   M(KILN_SESSION_RUN_LOOP_COUNT)                 \
   M(LOOP_MALFORMED)                              \
   M(SLOT_LIVES_IN_PART_OF_LOOP)                  \
+  M(COUNT_MALFORMED)                             \
+  M(KILN_SESSION_RUN_COUNT)                      \
   M(OUT_OF_MEMORY_CREATING_A_SESSION)            \
   M(KILN_SESSION_RUN_INPUT_AXIS_IS)              \
   M(KILN_SESSION_RUN_OUTPUT_LEAVES_ITS)          \

@@ -321,6 +321,7 @@ void kiln_package_unload(kiln_model* m) {
   m->num_loops = 0;
   m->symbol_copy = NULL;
   m->num_symbols = 0;
+  m->num_counts = 0;
   kiln_free(a, m->kernel_strings);
   kiln_free(a, m->launch_strings);
   kiln_free(a, m->launch_args);

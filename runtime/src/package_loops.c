@@ -1,10 +1,10 @@
-/* Loader stage: a package's loop groups (format 2.8). Each loop's groups lie after the previous
- * loop's and inside the schedule; its trip count is an int64 slot live when it starts, its
- * condition a bool slot live through it; its iteration symbol bounds every iteration number it
- * can set (0 .. max_trips - 1), which is what the kernels' access extents were proved with (its
- * symbols' owners were checked with the symbols). And the memory plan's proof still holds when
- * a body's groups repeat: an arena slot lives inside a loop's groups, through all of them, or
- * apart from them. */
+/* Loader stage: a package's loop groups and sizes computed from data (format 2.8). Each loop's
+ * groups lie after the previous loop's and inside the schedule; its trip count is an int64 slot
+ * live when it starts, its condition a bool slot live through it; its iteration symbol bounds every
+ * iteration number it can set (0 .. max_trips - 1), which is what the kernels' access extents were
+ * proved with (its symbols' owners were checked with the symbols). And the memory plan's proof
+ * still holds when a body's groups repeat: an arena slot lives inside a loop's groups, through all
+ * of them, or apart from them. */
 #include <string.h>
 
 #include "package_loader.h"
@@ -26,6 +26,28 @@ static int32_t slot_field(fbr* R, uint64_t t, int field) {
   return fbr_field(R, t, field) ? (int32_t)kiln_fb_u32_field(R, t, field) : -1;
 }
 
+/* Whether group |g| is in a loop's groups. */
+static int in_loop(const kiln_model* m, uint32_t g) {
+  for (uint32_t i = 0; i < m->num_loops; ++i)
+    if (m->loops[i].first_group <= g && g <= m->loops[i].last_group) return 1;
+  return 0;
+}
+
+/* Sizes computed from data (their symbols were checked with the others): an int64 slot, read
+ * after a group outside every loop in which an arena slot is live. */
+static kiln_status check_counts(const kiln_model* m) {
+  for (uint32_t c = 0; c < m->num_counts; ++c) {
+    const kiln_count_desc* d = &m->counts[c];
+    const kiln_slot_desc* sd = d->slot < m->num_slots ? &m->slots[d->slot] : NULL;
+    if (!sd || sd->dtype != KILN_DTYPE_INT64 || sd->size < 8 || d->group >= m->num_groups ||
+        in_loop(m, d->group) ||
+        (sd->kind == KILN_ABI_SLOT_ARENA &&
+         (sd->first_group > d->group || sd->last_group < d->group)))
+      return kiln_invalid(KM(COUNT_MALFORMED), c);
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln_load_loops(kiln_loader* ld) {
   kiln_model* m = ld->m;
   fbr* R = &ld->r;
@@ -33,7 +55,7 @@ kiln_status kiln_load_loops(kiln_loader* ld) {
   uint32_t n =
       fbr_vector(R, fbr_ref(R, fbr_field(R, ld->variant, KILN_ABI_PACKAGE_LOOPS)), 4, &data);
   KILN_FB_CHECK(R);
-  if (!n) return KILN_OK;
+  if (!n) return check_counts(m);
   if (n > KILN_ABI_MAX_LOOPS) return kiln_invalid(KM(THE_LIMIT_IS), n, "loops", KILN_ABI_MAX_LOOPS);
   uint64_t bytes = (uint64_t)n * sizeof(kiln_loop_desc);
   for (uint32_t i = 0; i < n; ++i)
@@ -83,5 +105,5 @@ kiln_status kiln_load_loops(kiln_loader* ld) {
     }
   }
   m->num_loops = n;
-  return KILN_OK;
+  return check_counts(m);
 }

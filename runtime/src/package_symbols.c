@@ -184,6 +184,20 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
       return kiln_invalid(KM(LOOP_MALFORMED), l);
     set[it] = set[c] = 1;
   }
+  /* Format 2.8: a size computed from data sets its symbol (kiln_load_loops checks its slot). */
+  uint32_t ncount = field_vector(R, ld->variant, KILN_ABI_PACKAGE_COUNTS, 4, &loops);
+  if (ncount > KILN_ABI_MAX_SYMBOLS) return kiln_invalid(KM(COUNT_MALFORMED), ncount);
+  for (uint32_t c = 0; c < ncount; ++c) {
+    uint64_t t = fbr_table_at(R, loops, c);
+    kiln_count_desc* d = &m->counts[c];
+    d->symbol = kiln_fb_u32_field(R, t, KILN_ABI_COUNT_SYMBOL);
+    d->slot = kiln_fb_u32_field(R, t, KILN_ABI_COUNT_SLOT);
+    d->group = kiln_fb_u32_field(R, t, KILN_ABI_COUNT_GROUP);
+    KILN_FB_CHECK(R);
+    if (d->symbol >= n || set[d->symbol]) return kiln_invalid(KM(COUNT_MALFORMED), c);
+    set[d->symbol] = 1;
+  }
+  m->num_counts = ncount;
   for (uint32_t k = 0; k < n; ++k) {
     if (!set[k]) return kiln_invalid(KM(NO_INPUT_SETS_THE_SYMBOL), m->symbols[k].name);
     size_t len = strlen(m->symbols[k].name) + 1;

@@ -349,6 +349,17 @@ kiln_status kiln_session_run(kiln_session* s) {
       continue;
     }
     run_group(s, g);
+    for (uint32_t c = 0; c < m->num_counts; ++c) { /* a size computed from data, read now */
+      const kiln_count_desc* d = &m->counts[c];
+      const kiln_symbol_desc* k = &m->symbols[d->symbol];
+      int64_t v;
+      if (d->group != g) continue;
+      memcpy(&v, s->slot_ptr[d->slot], 8);
+      if (v < k->min || v > k->max)
+        return kiln_error(KILN_INVALID_ARGUMENT, KM(KILN_SESSION_RUN_COUNT), k->name, (long long)v,
+                          (long long)k->min, (long long)k->max);
+      s->vars[d->symbol] = v;
+    }
   }
   KILN_RETURN_IF_ERROR(kiln_session_output_shapes(s));
   s->ran = 1;

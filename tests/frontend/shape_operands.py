@@ -301,6 +301,26 @@ def main():
                                   ["node 'the_slice'", why], f"bad{i}")
         check(f"slice starts={st} ends={en} axes={ax} steps={sp} refused", good_run, err)
 
+    # A float Range over floats read at run time: its length is computed from the values (a size
+    # computed from data, ARCHITECTURE §8), the output planned at the declared 4 and reported at
+    # its run-time length; a length past 4 fails the run naming the size.
+    m = model_of("Range", [("start", TensorProto.FLOAT, []), ("limit", TensorProto.FLOAT, []),
+                           ("delta", TensorProto.FLOAT, [])], [4], opset=11)
+    d = os.path.join(work, "float_range")
+    pkg = onnx_case.compile_model(kilnc, d, m)
+    for i, (st, lim, dl) in enumerate([(1.0, 5.0, 2.0), (0.5, 0.5, 1.0), (2.0, -1.5, -1.25),
+                                       (0.0, 1.0, 0.3)]):
+        feed = {"start": np.float32(st), "limit": np.float32(lim), "delta": np.float32(dl)}
+        got = onnx_case.run_package(kiln_run, d, pkg, m, feed, f"good{i}")["y"]
+        want = np.arange(np.float32(st), np.float32(lim), np.float32(dl), dtype=np.float32)
+        check(f"float range {st}, {lim}, {dl}: length {len(want)}",
+              got.shape == want.shape and np.allclose(got, want, rtol=1e-6, atol=1e-6),
+              f"got {got}, want {want}")
+    good_run, err = run_fails(kiln_run, d, pkg, {"start": np.float32(0), "limit": np.float32(6),
+                                                 "delta": np.float32(1)},
+                              ["the size 'the_range.length' is 6, outside the [0, 4]"], "bad")
+    check("float range of length 6 refused", good_run, err)
+
     # Refused at compile time, nothing written: no static output shape to compile for, and
     # run-time axes that could be too many different reductions.
     m = model_of("Reshape", [("x", TensorProto.FLOAT, x.shape),

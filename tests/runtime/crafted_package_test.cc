@@ -667,5 +667,65 @@ TEST(CraftedPackage, MalformedLoopGroupsAreRefused) {
                  "lives in part of loop 0's groups");
 }
 
+// Format 2.8, a size computed from data: rows = 0.5 * (0, 1, 2, 3) counted by 2 * k.
+std::vector<uint8_t> count_package() {
+  Graph g;
+  Tensor k = Tensor::input(g, "k", dtypes::int64, {});
+  NDArray v(dtypes::float32, {4});
+  for (int64_t i = 0; i < 4; ++i) v.set(i, ConstValue::of_float(0.5 * static_cast<double>(i)));
+  Tensor rows(&g, g.counted("node 'c' (Test)", "c.count", Tensor::weight(g, "v", v).uop(),
+                            k.mul(k.like(2)).uop()));
+  g.add_output("rows", rows.uop());
+  CompileOptions o;
+  o.provenance_flags = {"--test"};
+  return compile(g, o).package;
+}
+
+Result run_count(const std::vector<uint8_t>& pkg, int64_t k, size_t* rows) {
+  std::vector<uint8_t> store(pkg.size() + 64);
+  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+  std::memcpy(data, pkg.data(), pkg.size());
+  kiln_model* m = nullptr;
+  kiln_session* s = nullptr;
+  kiln_status st = kiln_model_load_memory(data, pkg.size(), nullptr, &m);
+  if (st == KILN_OK) st = kiln_session_create(m, nullptr, &s);
+  if (st == KILN_OK) st = kiln_session_set_input(s, 0, KILN_DTYPE_INT64, &k, 8);
+  if (st == KILN_OK) st = kiln_session_run(s);
+  Result r{st, st ? kiln_last_error_message() : ""};
+  const int64_t* shape = nullptr;
+  size_t rank = 0;
+  if (st == KILN_OK && kiln_session_output_shape(s, 0, &rank, &shape) == KILN_OK)
+    *rows = static_cast<size_t>(shape[0]);
+  kiln_session_release(s);
+  kiln_model_release(m);
+  return r;
+}
+
+TEST(CraftedPackage, ASizeComputedFromDataIsReadAfterItsGroupAndChecked) {
+  const std::vector<uint8_t> pkg = count_package();
+  ASSERT_TRUE(fb::GetPackage(pkg.data())->counts());
+  size_t rows = 99;
+  ASSERT_EQ(run_count(pkg, 2, &rows).status, KILN_OK);
+  EXPECT_EQ(rows, 4u);
+  ASSERT_EQ(run_count(pkg, 1, &rows).status, KILN_OK);
+  EXPECT_EQ(rows, 2u);
+  Result r = run_count(pkg, 3, &rows);
+  EXPECT_EQ(r.status, KILN_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("the size 'c.count' is 6, outside the [0, 4] the package is planned "
+                           "for"),
+            std::string::npos)
+      << r.message;
+  auto count = [](fb::PackageT& p) -> fb::CountT& { return *p.counts[0]; };
+  const std::string bad = "count 0: its symbol, slot or group is malformed";
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { count(p).symbol = 1; }), bad);
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { count(p).slot = p.outputs[0]->slot; }), bad);
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { count(p).group = 99; }), bad);
+  // Two counts setting one symbol.
+  expect_refused(
+      craft(pkg,
+            [&](fb::PackageT& p) { p.counts.push_back(std::make_unique<fb::CountT>(count(p))); }),
+      "count 1: its symbol");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -95,6 +95,15 @@ class NodeContext {
   Shape declared_shape(size_t out, size_t operand);
   // The type the model declares for output `out` (a graph output or value_info), or nullptr.
   const onnx::TypeProto_Tensor* declared_type(size_t out) const;
+  // What bounds output `out`'s first dim, for a size known only at run time (a Loop's stacked
+  // rows, a data-dependent count): its declared size (symbol -1), or the maximum of the dim
+  // parameter it names when --dim gives that a range (and that symbol); nullopt when it declares
+  // neither.
+  struct Rows {
+    int64_t bound;
+    int symbol;
+  };
+  std::optional<Rows> declared_rows(size_t out);
   // "node 'name' (Op, opset N)", for messages.
   std::string where() const;
   // Whether the index expressions `v` read a loop's iteration number and no other symbol

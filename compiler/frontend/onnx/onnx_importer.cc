@@ -319,6 +319,18 @@ const onnx::TypeProto_Tensor* NodeContext::declared_type(size_t out) const {
   return it == imp_.declared_.end() ? nullptr : it->second;
 }
 
+std::optional<NodeContext::Rows> NodeContext::declared_rows(size_t out) {
+  const onnx::TypeProto_Tensor* t = declared_type(out);
+  if (!t || !t->has_shape() || t->shape().dim_size() < 1) return std::nullopt;
+  const auto& d = t->shape().dim(0);
+  if (d.has_dim_value() && d.dim_value() > 0) return Rows{d.dim_value(), -1};
+  const std::vector<Symbol>& symbols = graph().symbols();
+  for (size_t k = 0; k < symbols.size(); ++k)
+    if (d.has_dim_param() && symbols[k].name == d.dim_param() && !symbols[k].value)
+      return Rows{symbols[k].max, static_cast<int>(k)};
+  return std::nullopt;
+}
+
 std::string NodeContext::where() const {
   return node_where(node_, opset_);
 }
@@ -659,11 +671,12 @@ void Importer::run(onnx::ModelProto& m) {
     for (int sy : in.axis_symbols) set_by_inputs.insert(sy);
   for (const auto& [name, index] : symbols)
     if (problems.empty() && !set_by_inputs.count(index) &&
-        g_.symbols()[static_cast<size_t>(index)].loop < 0)
+        g_.symbols()[static_cast<size_t>(index)].loop < 0 &&
+        g_.symbols()[static_cast<size_t>(index)].count < 0)
       throw OptionError(Option::DimParam,
                         "no input or loop defines the symbol '" + name +
                             "': it names dims of outputs only, and no Loop's stacked output "
-                            "starts with it");
+                            "or data-dependent size starts with it");
   for (const auto& out : graph.output()) {
     auto it = values_.find(out.name());
     if (it == values_.end()) continue;  // its producer is reported

@@ -208,35 +208,23 @@ int64_t loop_bound(NodeContext& n, size_t states, size_t scans, std::optional<in
   const std::vector<Symbol>& symbols = n.graph().symbols();
   for (size_t j = 0; j < scans; ++j) {
     size_t out = states + j;
-    const onnx::TypeProto_Tensor* t = n.declared_type(out);
-    std::string name = out < n.num_outputs() ? n.node().output(static_cast<int>(out)) : "";
-    auto unbounded = [&]() {
+    std::optional<NodeContext::Rows> rows = n.declared_rows(out);
+    if (!rows) {
+      if (const_trips) continue;
+      std::string name = out < n.num_outputs() ? n.node().output(static_cast<int>(out)) : "";
       n.invalid("scan output " + std::to_string(j) + " ('" + name +
                 "') needs a bound on the iterations (the trip count is known only at run time): "
                 "declare its first dim as a number, or as a dim parameter given a range with "
                 "--dim NAME=LO..HI");
-    };
-    if (!t || !t->has_shape() || t->shape().dim_size() < 1) {
-      if (!const_trips) unbounded();
+    }
+    if (rows->symbol < 0) {
+      bound = std::min(bound, rows->bound);
       continue;
     }
-    const auto& d = t->shape().dim(0);
-    if (d.has_dim_value() && d.dim_value() > 0) {
-      bound = std::min(bound, d.dim_value());
-      continue;
-    }
-    auto sym = std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) {
-      return d.has_dim_param() && s.name == d.dim_param() && !s.value;
-    });
-    if (sym == symbols.end()) {
-      if (!const_trips) unbounded();
-      continue;
-    }
-    int index = static_cast<int>(sym - symbols.begin());
-    if (*count >= 0 && *count != index)
+    if (*count >= 0 && *count != rows->symbol)
       n.invalid("scan outputs name two dim parameters ('" + symbols[*count].name + "' and '" +
-                sym->name + "') for the one iteration count");
-    *count = index;
+                symbols[rows->symbol].name + "') for the one iteration count");
+    *count = rows->symbol;
   }
   // The count symbol's layout is its bound: the stacked outputs hold that many rows.
   return *count >= 0 ? symbols[static_cast<size_t>(*count)].max : bound;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/frontend/onnx/run_time_operands.h"
@@ -103,6 +104,40 @@ Tensor run_time_range(NodeContext& n) {
                 " the package was compiled for (the model's declared output shape)");
   Tensor i = iota(n, d[0]).cast(start.dtype());
   return i.mul(delta.reshape({})).add(start.reshape({}));
+}
+
+// A floating-point Range over values read at run time (ARCHITECTURE §8: a size computed from
+// data): its length max(0, ceil((limit - start) / delta)), computed in the operands' dtype as the
+// spec says, is a count the runtime reads; the output is planned at what bounds it (the declared
+// length, or a --dim range on its dim parameter) and reports its actual length. nullopt when
+// every operand read at run time is an integer cast to float (run_time_range checks those
+// exactly, as integers).
+std::optional<Tensor> counted_float_range(NodeContext& n) {
+  Tensor start = n.input(0);
+  if (!start.dtype().is_float()) return std::nullopt;
+  bool integers = true;
+  for (size_t i = 0; i < 3; ++i) {
+    if (n.input_is_const(i)) continue;
+    const UOp* u = n.input(i).uop();
+    while (u->op == Op::RESHAPE || u->op == Op::EXPAND) u = u->src[0];
+    integers &= u->op == Op::CAST && u->src[0]->dtype.is_int();
+  }
+  if (integers) return std::nullopt;
+  std::optional<NodeContext::Rows> rows = n.declared_rows(0);
+  if (!rows)
+    n.unsupported(
+        "a floating-point Range over values read at run time needs a bound on its "
+        "length: declare its output's dim (a number, or a dim parameter given a range "
+        "with --dim NAME=LO..HI)");
+  Tensor s = start.reshape({}), l = n.input(1).reshape({}), d = n.input(2).reshape({});
+  // (A zero delta, or a length past int64, gives -1: a size outside every bound.)
+  Tensor len = l.sub(s).div(d).ceil().maximum(0.0);
+  Tensor ok = d.ne(d.like(0.0)).logical_and(len.lt(len.like(9.0e18)));
+  Tensor count = ok.where(len, len.like(-1.0)).cast(dtypes::int64);
+  Tensor values = iota(n, rows->bound).cast(start.dtype()).mul(d).add(s);
+  Graph& g = n.graph();
+  return Tensor(
+      &g, g.counted(n.where(), n.name() + ".length", values.uop(), count.uop(), rows->symbol));
 }
 
 // Data-dependent sizes read at run time (Compress's condition, NonZero's input): compiled for
@@ -213,8 +248,10 @@ void register_misc_ops(OpRegistry& r) {
     return V{Tensor::scalar(n.graph(), v.get(0), v.dtype()).expand(s)};
   };
   r["Range"] = [](NodeContext& n) {
-    if (!n.input_is_const(0) || !n.input_is_const(1) || !n.input_is_const(2))
+    if (!n.input_is_const(0) || !n.input_is_const(1) || !n.input_is_const(2)) {
+      if (std::optional<Tensor> r = counted_float_range(n)) return V{*r};
       return V{run_time_range(n)};
+    }
     const NDArray& s = n.const_input(0);
     double start = s.get(0).as_double(), limit = n.const_input(1).get(0).as_double(),
            delta = n.const_input(2).get(0).as_double();
