@@ -178,19 +178,6 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
       std::vector<int64_t> programs;
       std::vector<uint32_t> offsets;
       bool input = b.kind == BufferKind::Input;
-      // The runtime reads a symbolic output in place, as the first bytes of its layout at the
-      // bounds: every axis after its first symbolic one must be static. (An input is copied
-      // into its layout row by row: any axis may be symbolic.)
-      bool after = false;
-      for (size_t i = 0; i < b.extents.size() && !input; ++i) {
-        bool whole = b.extents[i]->op == Op::CONST && b.extents[i]->cval().i == b.shape[i];
-        if (after && !whole)
-          throw Error(str_cat("output '", b.name, "' axis ", i,
-                              " is symbolic after another symbolic axis: a package supports "
-                              "outputs whose axes after the first symbolic one are static (",
-                              shape_str(b.shape), "); `kilnc run` takes any"));
-        after |= !whole;
-      }
       for (const UOp* e : b.extents) {
         if (input) {
           axis_symbols.push_back(e->op == Op::DEFINE_VAR ? static_cast<int32_t>(e->var().slot)

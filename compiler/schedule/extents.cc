@@ -45,10 +45,10 @@ class ExtentAnalysis {
         e[0] = g_.symbol_var(l.count);
         set(sc.out, std::move(e));
       }
-    // A counted value holds its count's rows.
+    // A counted value holds its count's entries along its axis.
     for (const GraphCounted& c : g_.counted_values()) {
       std::vector<const UOp*> e = out_.of(c.out);
-      e[0] = g_.symbol_var(g_.counts()[static_cast<size_t>(c.count)].symbol);
+      e[c.axis] = g_.symbol_var(g_.counts()[static_cast<size_t>(c.count)].symbol);
       set(c.out, std::move(e));
     }
     for (const UOp* u : g_.sink()->toposort())

@@ -236,11 +236,11 @@ void Graph::set_roots(const std::vector<const UOp*>& roots) {
 }
 
 const UOp* Graph::counted(const std::string& name, const std::string& size_name, const UOp* value,
-                          const UOp* count, int symbol) {
-  KILN_CHECK(value->has_shape() && !value->shape().empty() && count->dtype == dtypes::int64 &&
+                          const UOp* count, int symbol, size_t axis) {
+  KILN_CHECK(value->has_shape() && axis < value->shape().size() && count->dtype == dtypes::int64 &&
                  count->has_shape() && count->shape().empty(),
-             name, ": a counted value needs a first axis and an int64 scalar count");
-  int64_t bound = value->shape()[0];
+             name, ": a counted value needs axis ", axis, " and an int64 scalar count");
+  int64_t bound = value->shape()[axis];
   int index = -1;
   for (size_t k = 0; k < counts_.size(); ++k)
     if (counts_[k].count == count) index = static_cast<int>(k);
@@ -261,7 +261,7 @@ const UOp* Graph::counted(const std::string& name, const std::string& size_name,
     throw InternalError(str_cat(name, ": a counted value of ", bound, " rows for '", s.name,
                                 "' (at most ", s.max, ")"));
   const UOp* out = add_loop_buffer(size_name + ".rows", value->dtype, value->shape());
-  counted_.push_back({value, out, index});
+  counted_.push_back({value, out, index, axis});
   return out;
 }
 

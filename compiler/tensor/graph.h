@@ -103,11 +103,13 @@ struct GraphCount {
   int symbol = -1;
 };
 
-// `value` ([the count's bound, ...]) as a BUFFER `out` whose first axis holds `count` rows.
+// `value` (its axis `axis` the count's bound) as a BUFFER `out` whose axis `axis` holds `count`
+// entries.
 struct GraphCounted {
   const UOp* value = nullptr;
   const UOp* out = nullptr;
   int count = -1;  // index into Graph::counts()
+  size_t axis = 0;
 };
 
 class Graph {
@@ -173,13 +175,13 @@ class Graph {
   const std::vector<GraphLoop>& loops() const { return loops_; }
 
   // ---- sizes computed from data (GraphCount) ----
-  // `value` (its first axis the count's bound) as a tensor whose first axis holds `count` rows
-  // (an int64 scalar the model computes): a BUFFER the graph after it reads. `where` names the
-  // model node in messages. Outputs that share one count node share its symbol: a new one,
-  // `size_name`, in [0, value's first dim], or `symbol` (a dim parameter given a range, whose
-  // maximum must be that dim).
+  // `value` (its axis `axis` the count's bound) as a tensor whose axis `axis` holds `count`
+  // entries (an int64 scalar the model computes): a BUFFER the graph after it reads. `where`
+  // names the model node in messages. Outputs that share one count node share its symbol: a new
+  // one, `size_name`, in [0, that dim], or `symbol` (a dim parameter given a range, whose maximum
+  // must be that dim).
   const UOp* counted(const std::string& where, const std::string& size_name, const UOp* value,
-                     const UOp* count, int symbol = -1);
+                     const UOp* count, int symbol = -1, size_t axis = 0);
   const std::vector<GraphCount>& counts() const { return counts_; }
   const std::vector<GraphCounted>& counted_values() const { return counted_; }
   // Whether a loop's body is being built (a node built now may belong to it).

@@ -94,17 +94,14 @@ kiln_status kiln_load_symbols(kiln_loader* ld) {
     offs[noff] = len;
     p += 8 * (size_t)len + 4 * (size_t)noff + 4;
     p += (8 - (uintptr_t)p % 8) % 8;
-    int varies = 0; /* an axis so far whose size is not its layout's: the rest must be */
     for (uint32_t a = 0; a < noff; ++a) {
       int64_t at_lo, at_hi;
       uint32_t b = offs[a], e = offs[a + 1];
-      int whole = e - b == 2 && code[b] == KILN_ABI_EXTENT_CONST && code[b + 1] == d->shape[a];
       if (b > e || e > len || e - b > KILN_ABI_MAX_EXTENT_PROGRAM ||
           kiln_abi_extent_eval(code + b, e - b, lo, n, &at_lo) ||
           kiln_abi_extent_eval(code + b, e - b, hi, n, &at_hi) || at_lo < 0 || at_hi < 0 ||
-          at_lo > d->shape[a] || at_hi > d->shape[a] || (varies && !whole))
+          at_lo > d->shape[a] || at_hi > d->shape[a])
         return kiln_invalid(KM(OUTPUT_AXIS_A_MALFORMED_EXTENT_PROGRAM), d->name, a);
-      varies |= !whole;
     }
     d->extent_code = code;
     d->extent_offsets = offs;

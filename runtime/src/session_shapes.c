@@ -2,9 +2,8 @@
  * symbols bound from them before each run, and the outputs' run-time shapes. Buffers stay laid
  * out at the symbols' bounds (their memory is planned there): an input's values are copied into
  * the corner [0, shape) of its layout (row by row when a symbolic axis is not its first one, a
- * text line's width). The package verifier proved every symbolic output leading (every axis
- * after its first symbolic one is static), so its values are the first bytes of its layout, read
- * in place. */
+ * text line's width), and after a run an output's corner is moved to its layout's first bytes
+ * (one block, in place, when its symbolic axes lead), where kiln_session_output reads it. */
 #include <string.h>
 
 #include "session.h"
@@ -76,26 +75,13 @@ kiln_status kiln_session_bind_symbols(kiln_session* s) {
   return KILN_OK;
 }
 
-kiln_status kiln_session_output_shapes(kiln_session* s) {
-  const kiln_model* m = s->model;
-  for (uint32_t i = 0; i < m->num_outputs && m->num_symbols; ++i) {
-    const kiln_tensor_desc* t = &m->outputs[i];
-    for (uint32_t a = 0; t->extent_code && a < t->rank; ++a) {
-      int64_t* v = &s->output_shapes[t->dims_offset + a];
-      uint32_t b = t->extent_offsets[a], e = t->extent_offsets[a + 1];
-      if (kiln_abi_extent_eval(t->extent_code + b, e - b, s->vars, m->num_symbols, v) || *v < 0 ||
-          *v > t->shape[a])
-        return kiln_error(KILN_INTERNAL, KM(KILN_SESSION_RUN_OUTPUT_LEAVES_ITS), t->name);
-    }
-  }
-  return KILN_OK;
-}
-
-/* Copies a row-major array of |shape| into the corner [0, shape) of one laid out at |layout|.
- * The trailing axes that are whole, and the partial one before them, are contiguous in both:
- * one block per index of the axes before (a prefix of the layout is a single block). */
-static void copy_into_layout(uint8_t* dst, const int64_t* layout, const uint8_t* src,
-                             const int64_t* shape, uint32_t rank, size_t es) {
+/* Moves the corner [0, shape) of an array laid out at |layout| (at |base|) to or from a
+ * row-major array of |shape|: from |src| into the layout (an input), or, with |src| NULL, to the
+ * layout's first bytes in place (an output: each block moves to a lower address, in order, so
+ * none overwrites one not yet moved). The trailing axes that are whole, and the partial one
+ * before them, are contiguous in both: one block per index of the axes before. */
+static void move_corner(uint8_t* base, const int64_t* layout, const uint8_t* src,
+                        const int64_t* shape, uint32_t rank, size_t es) {
   uint32_t inner = rank;
   size_t block = es;
   while (inner > 0 && shape[inner - 1] == layout[inner - 1]) block *= (size_t)shape[--inner];
@@ -109,12 +95,34 @@ static void copy_into_layout(uint8_t* dst, const int64_t* layout, const uint8_t*
   for (uint64_t r = 0; r < rows && block; ++r) {
     uint64_t off = 0;
     for (uint32_t i = 0; i < inner; ++i) off += at[i] * stride[i];
-    memcpy(dst + off * es, src + r * block, block);
+    if (src)
+      memcpy(base + off * es, src + r * block, block);
+    else
+      memmove(base + r * block, base + off * es, block);
     for (uint32_t i = inner; i-- > 0;) {
       if (++at[i] < (uint64_t)shape[i]) break;
       at[i] = 0;
     }
   }
+}
+
+kiln_status kiln_session_output_shapes(kiln_session* s) {
+  const kiln_model* m = s->model;
+  for (uint32_t i = 0; i < m->num_outputs && m->num_symbols; ++i) {
+    const kiln_tensor_desc* t = &m->outputs[i];
+    if (!t->extent_code) continue;
+    int64_t* shape = &s->output_shapes[t->dims_offset];
+    for (uint32_t a = 0; a < t->rank; ++a) {
+      uint32_t b = t->extent_offsets[a], e = t->extent_offsets[a + 1];
+      if (kiln_abi_extent_eval(t->extent_code + b, e - b, s->vars, m->num_symbols, &shape[a]) ||
+          shape[a] < 0 || shape[a] > t->shape[a])
+        return kiln_error(KILN_INTERNAL, KM(KILN_SESSION_RUN_OUTPUT_LEAVES_ITS), t->name);
+    }
+    /* The values to the layout's first bytes, row-major at the run's shape. */
+    move_corner(s->slot_ptr[t->slot], t->shape, NULL, shape, t->rank,
+                kiln_dtype_size((kiln_dtype)t->dtype));
+  }
+  return KILN_OK;
 }
 
 kiln_status kiln_session_set_input_shaped(kiln_session* s, size_t index, kiln_dtype dtype,
@@ -146,7 +154,7 @@ kiln_status kiln_session_set_input_shaped(kiln_session* s, size_t index, kiln_dt
                       kiln_dtype_name((kiln_dtype)t->dtype), (unsigned long long)n,
                       kiln_dtype_name(dtype), size_bytes);
   size_t es = kiln_dtype_size((kiln_dtype)t->dtype);
-  copy_into_layout(s->owned_io[index], t->shape, data, shape, t->rank, es);
+  move_corner(s->owned_io[index], t->shape, data, shape, t->rank, es);
   memcpy(s->input_shapes + t->dims_offset, shape, 8 * (size_t)t->rank);
   if (s->slot_ptr[t->slot] != s->owned_io[index]) {
     s->slot_ptr[t->slot] = s->owned_io[index];

@@ -50,9 +50,10 @@ def if_runtime():
 
 
 def if_constant():
-    # The untaken branch holds Unique, which kiln does not build: the constant condition skips it.
+    # The untaken branch holds Bernoulli, which kiln does not build (random): the constant
+    # condition skips it.
     then = branch("then", [helper.make_node("Relu", ["x"], ["t"])], [vi("t", F, [4])])
-    other = branch("else", [helper.make_node("Unique", ["x"], ["e"])], [vi("e", F, [4])])
+    other = branch("else", [helper.make_node("Bernoulli", ["x"], ["e"])], [vi("e", F, [4])])
     node = helper.make_node("If", ["c"], ["y"], name="fixed", then_branch=then, else_branch=other)
     init = numpy_helper.from_array(np.array(True), "c")
     return model([node], [vi("x", F, [4])], [vi("y", F, [4])], [init])

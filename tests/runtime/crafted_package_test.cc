@@ -727,5 +727,43 @@ TEST(CraftedPackage, ASizeComputedFromDataIsReadAfterItsGroupAndChecked) {
       "count 1: its symbol");
 }
 
+// Format 2.8: a symbolic output whose symbolic axis does not lead ([2, seq]): the runtime moves
+// its rows to the first bytes of its layout after the run (a 2.7 runtime read them in place, at
+// the wrong places, and kilnc refused such outputs).
+TEST(CraftedPackage, ASymbolicOutputWhoseRowsDoNotLeadIsReadAtItsShape) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {2, 5});
+  g.set_axis_symbol("x", 1, g.add_symbol("seq", 1, 5));
+  g.add_output("y", x.mul(x).add(x.like(1)).uop());
+  CompileOptions o;
+  o.provenance_flags = {"--test"};
+  std::vector<uint8_t> pkg = compile(g, o).package;
+  std::vector<uint8_t> store(pkg.size() + 64);
+  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+  std::memcpy(data, pkg.data(), pkg.size());
+  kiln_model* m = nullptr;
+  kiln_session* s = nullptr;
+  ASSERT_EQ(kiln_model_load_memory(data, pkg.size(), nullptr, &m), KILN_OK)
+      << kiln_last_error_message();
+  ASSERT_EQ(kiln_session_create(m, nullptr, &s), KILN_OK);
+  for (int64_t seq : {3, 5, 1}) {
+    std::vector<float> in(static_cast<size_t>(2 * seq));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+    const int64_t shape[2] = {2, seq};
+    ASSERT_EQ(
+        kiln_session_set_input_shaped(s, 0, KILN_DTYPE_FLOAT32, in.data(), in.size() * 4, 2, shape),
+        KILN_OK);
+    ASSERT_EQ(kiln_session_run(s), KILN_OK) << kiln_last_error_message();
+    const void* out = nullptr;
+    size_t size = 0;
+    ASSERT_EQ(kiln_session_output(s, 0, &out, &size), KILN_OK);
+    ASSERT_EQ(size, in.size() * 4);
+    const float* y = static_cast<const float*>(out);
+    for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(y[i], in[i] * in[i] + 1) << seq << " " << i;
+  }
+  kiln_session_release(s);
+  kiln_model_release(m);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -160,6 +160,14 @@ const char* reduce_name(Op op) {
 
 std::string write_graph_file(const Graph& g, const std::string& kg_dir,
                              const std::string& weights_dir) {
+  // A loop group's body and a size computed from data are schedule data the format has no
+  // statement for: say so, rather than write a graph that means something else.
+  if (!g.loops().empty())
+    throw Error("the graph has a loop group (" + g.loops()[0].name +
+                "), which the .kg format cannot express; --dump-ir=rangeify shows its kernels");
+  if (!g.counts().empty())
+    throw Error("the graph has a size computed from data (" + g.counts()[0].name +
+                "), which the .kg format cannot express; --dump-ir=rangeify shows its kernels");
   std::ostringstream os;
   os << "# kiln graph file, written by kilnc (primitive ops)\n";
   const UOp* sink = g.sink();

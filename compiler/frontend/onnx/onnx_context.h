@@ -95,7 +95,7 @@ class NodeContext {
   Shape declared_shape(size_t out, size_t operand);
   // The type the model declares for output `out` (a graph output or value_info), or nullptr.
   const onnx::TypeProto_Tensor* declared_type(size_t out) const;
-  // What bounds output `out`'s first dim, for a size known only at run time (a Loop's stacked
+  // What bounds output `out`'s dim `axis`, for a size known only at run time (a Loop's stacked
   // rows, a data-dependent count): its declared size (symbol -1), or the maximum of the dim
   // parameter it names when --dim gives that a range (and that symbol); nullopt when it declares
   // neither.
@@ -103,7 +103,7 @@ class NodeContext {
     int64_t bound;
     int symbol;
   };
-  std::optional<Rows> declared_rows(size_t out);
+  std::optional<Rows> declared_rows(size_t out, int axis = 0);
   // "node 'name' (Op, opset N)", for messages.
   std::string where() const;
   // Whether the index expressions `v` read a loop's iteration number and no other symbol
@@ -150,6 +150,11 @@ void register_quantize_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
 void register_text_ops(OpRegistry& r);
 void register_unpool_ops(OpRegistry& r);
+void register_detection_ops(OpRegistry& r);
+void register_unique_ops(OpRegistry& r);
+// The ai.onnx.preview.training domain's ops, registered as "DOMAIN:Op".
+void register_training_ops(OpRegistry& r);
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 
 const OpRegistry& op_registry();
 

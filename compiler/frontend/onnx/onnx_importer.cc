@@ -96,15 +96,17 @@ std::string node_where(const onnx::NodeProto& node, int opset) {
 
 // One node through its handler; throws Unsupported, Error or DependsOnFailure.
 void Importer::import_node(const onnx::NodeProto& node, int opset) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  bool training = node.domain() == kTrainingDomain;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !training)
     throw Unsupported("domain '" + node.domain() + "' is not supported");
   const OpRegistry& reg = op_registry();
-  auto it = reg.find(node.op_type());
+  auto it =
+      reg.find(training ? std::string(kTrainingDomain) + ":" + node.op_type() : node.op_type());
   if (it == reg.end()) throw Unsupported("unsupported op");
   // Below opset 7, an op is built as its opset-7 definition when that definition was already
   // in force at the model's opset (most ops); older definitions (e.g. with the legacy
   // consumed_inputs attribute) are reported.
-  if (opset < 7) {
+  if (opset < 7 && !training) {
     const auto* at_model = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
     const auto* at_7 = onnx::OpSchemaRegistry::Schema(node.op_type(), 7);
     if (!at_model || !at_7 || at_model->SinceVersion() != at_7->SinceVersion())
@@ -319,10 +321,10 @@ const onnx::TypeProto_Tensor* NodeContext::declared_type(size_t out) const {
   return it == imp_.declared_.end() ? nullptr : it->second;
 }
 
-std::optional<NodeContext::Rows> NodeContext::declared_rows(size_t out) {
+std::optional<NodeContext::Rows> NodeContext::declared_rows(size_t out, int axis) {
   const onnx::TypeProto_Tensor* t = declared_type(out);
-  if (!t || !t->has_shape() || t->shape().dim_size() < 1) return std::nullopt;
-  const auto& d = t->shape().dim(0);
+  if (!t || !t->has_shape() || t->shape().dim_size() <= axis) return std::nullopt;
+  const auto& d = t->shape().dim(axis);
   if (d.has_dim_value() && d.dim_value() > 0) return Rows{d.dim_value(), -1};
   const std::vector<Symbol>& symbols = graph().symbols();
   for (size_t k = 0; k < symbols.size(); ++k)
@@ -506,9 +508,14 @@ void Importer::run(onnx::ModelProto& m) {
     if (!invalid) throw UnsupportedModel(msg, hints);
     throw Error(msg, hints);
   };
+  bool training = false;
   for (const auto& op : m.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset = static_cast<int>(op.version());
+    training |= op.domain() == kTrainingDomain && op.version() == 1;
   }
+  // A model of optimizer steps alone (ai.onnx.preview.training, version 1): its nodes are that
+  // domain's, which ignore the default opset; messages name the latest kiln imports.
+  if (opset < 0 && training) opset = 17;
   if (opset < 0) {
     std::string domains;
     for (const auto& op : m.opset_import())
@@ -707,6 +714,9 @@ const OpRegistry& op_registry() {
     register_signal_ops(reg);
     register_text_ops(reg);
     register_unpool_ops(reg);
+    register_detection_ops(reg);
+    register_unique_ops(reg);
+    register_training_ops(reg);
     return reg;
   }();
   return r;
