@@ -745,6 +745,7 @@ class Lowerer {
       if (varies_.count(u)) continue;
       int v = -1;
       if (auto it = loop_inputs_.find(u); it != loop_inputs_.end()) v = it->second;
+      if (auto it = branch_of_.find(u); it != branch_of_.end()) v = it->second;
       for (const UOp* s : u->src) v = std::max(v, varies_.at(s));
       varies_[u] = v;
     }
@@ -763,9 +764,34 @@ class Lowerer {
       for (const auto& sc : l.scans) loop_results_[sc.out] = li;
     }
     res_.loops.resize(g_.loops().size());
+    index_branches();
     for (size_t i = 0; i < g_.counted_values().size(); ++i)
       counted_outs_[g_.counted_values()[i].out] = static_cast<int>(i);
     res_.counts.resize(g_.counts().size());
+  }
+
+  // A conditional group's body (an If's branch) is what only its next values reach: every
+  // computing node they reach that no other root of the graph reaches runs inside it, whether or
+  // not it reads a state (a value the graph needs elsewhere is computed outside, once).
+  void index_branches() {
+    std::vector<const UOp*> others, mine;
+    for (const UOp* r : g_.sink()->src) others.push_back(r);
+    for (size_t i = 0; i < g_.loops().size(); ++i) {
+      const GraphLoop& l = g_.loops()[i];
+      if (!l.conditional) continue;
+      std::unordered_set<const UOp*> next;
+      for (const auto& st : l.states) next.insert(st.next);
+      std::vector<const UOp*> rest;
+      for (const UOp* r : others)
+        if (!next.count(r)) rest.push_back(r);
+      std::unordered_set<const UOp*> outside;
+      for (const UOp* u : ctx_.make(Op::SINK, dtypes::void_, rest)->toposort()) outside.insert(u);
+      for (const UOp* r : next)
+        for (const UOp* u : r->toposort())
+          if (!outside.count(u) && u->op != Op::BUFFER && u->op != Op::CONST &&
+              u->op != Op::DEFINE_VAR)
+            branch_of_[u] = static_cast<int>(i);
+    }
   }
 
   // A size computed from data: its count realized into a buffer of its own (a copy when it is
@@ -841,6 +867,7 @@ class Lowerer {
   std::unordered_map<const UOp*, int> loop_results_;  // final states, stacked outputs: their loop
   std::unordered_map<const UOp*, int> counted_outs_;  // counted values: their GraphCounted index
   std::unordered_map<const UOp*, int> varies_;        // see varies_in
+  std::unordered_map<const UOp*, int> branch_of_;     // conditional groups' bodies
   std::set<int> scheduled_loops_;
   std::deque<Job> jobs_;
   int loop_ = -1;  // the loop whose body the current kernel is in (or -1)

@@ -284,7 +284,8 @@ const UOp* Graph::add_loop_buffer(const std::string& base, DType dtype, const Sh
   return b;
 }
 
-int Graph::begin_loop(const std::string& name, const UOp* trips, int64_t max_trips, int count) {
+int Graph::begin_loop(const std::string& name, const UOp* trips, int64_t max_trips, int count,
+                      bool conditional) {
   if (in_loop_body())
     throw Error(name + ": a loop group inside another loop's body (" + loops_.back().name +
                 "): nested loop groups are not supported yet");
@@ -296,6 +297,8 @@ int Graph::begin_loop(const std::string& name, const UOp* trips, int64_t max_tri
   l.name = name;
   l.trips = trips;
   l.max_trips = max_trips;
+  l.conditional = conditional;
+  KILN_CHECK(!conditional || max_trips == 1, "a conditional group runs at most once");
   auto symbol = [&](const std::string& what, int64_t lo, int64_t hi) {
     std::string n = str_cat("loop", index, ".", what);
     symbols_.push_back({n, lo, hi, false, index});

@@ -77,6 +77,9 @@ struct GraphLoop {
   };
   std::vector<Scan> scans;
   bool open = true;  // between begin_loop and end_loop: the body is being built
+  // A conditional group (an If's branch): at most one iteration, and its body is every node
+  // only its next values reach (the branch), whether or not it reads a state.
+  bool conditional = false;
 };
 
 // Choices the tensor layer makes while an importer builds the graph (set before importing).
@@ -155,9 +158,11 @@ class Graph {
   // ---- loop groups (GraphLoop) ----
   // A new loop over `trips` (an int64 scalar, or nullptr) of at most `max_trips` iterations;
   // returns its index. `count` is the symbol its iteration count sets (a dim parameter of its
-  // stacked outputs), or -1 for a new one in [0, max_trips]. Throws kiln::Error while another
-  // loop's body is being built (loops do not nest yet) or for max_trips < 1.
-  int begin_loop(const std::string& name, const UOp* trips, int64_t max_trips, int count = -1);
+  // stacked outputs), or -1 for a new one in [0, max_trips]. `conditional`: see GraphLoop.
+  // Throws kiln::Error while another loop's body is being built (loops do not nest yet) or for
+  // max_trips < 1.
+  int begin_loop(const std::string& name, const UOp* trips, int64_t max_trips, int count = -1,
+                 bool conditional = false);
   // The iteration number, an int64 scalar tensor (a CAST of the iteration symbol).
   const UOp* loop_iteration(int loop);
   // A loop-carried state starting at `init`; returns the BUFFER the body reads it from.

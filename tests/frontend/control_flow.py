@@ -8,12 +8,16 @@ an If, and loop groups (the body built once, the runtime repeating it): a 4096-s
 4096 steps of a 300-node body, one whose condition the body computes, and one over a trip count
 given at run time whose stacked output's first dim is a --dim range (run at several counts, and
 refused at run time past the range).
+An If whose branches compute much (a MatMul each) or divide integers runs as two conditional
+groups: only the taken branch runs (an untaken division by zero never happens).
 Bad input is refused naming the node, and nothing is written: a trip count past the bound (at run
 time), stacked outputs with no bound on the iterations, a Scan that unrolls too many nodes.
 
 Usage: control_flow.py KILNC KILN_RUN WORK_DIR
 """
+import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -78,6 +82,17 @@ def scan_reference(s0, x):
         s = s + x[:, t]
         ys.append(s * x[:, t])
     return s, np.stack(ys[::-1], axis=1)
+
+
+def if_heavy():
+    # Branches with a reduction (a MatMul each): conditional groups, only the taken one runs.
+    then = branch("then", [helper.make_node("MatMul", ["x", "w"], ["t"])], [vi("t", F, [2, 4])])
+    other = branch("else", [helper.make_node("MatMul", ["x", "w2"], ["m"]),
+                            helper.make_node("Relu", ["m"], ["e"])], [vi("e", F, [2, 4])])
+    node = helper.make_node("If", ["c"], ["y"], name="heavy", then_branch=then, else_branch=other)
+    w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "w")
+    w2 = numpy_helper.from_array(np.linspace(1, -2, 12, dtype=np.float32).reshape(3, 4), "w2")
+    return model([node], [vi("c", B, []), vi("x", F, [2, 3])], [vi("y", F, [2, 4])], [w, w2])
 
 
 def loop_stops_early():
@@ -299,8 +314,26 @@ def main():
                       "control flow that builds more than 1048576 nodes inline"))
     ok.append(refused(kilnc, work, "if_dtype_mismatch", if_dtype_mismatch(), "mixed",
                       "output 0 is float32 in then_branch and int64 in else_branch"))
-    ok.append(refused(kilnc, work, "if_integer_division", if_integer_division(), "divides",
-                      "integer division in then_branch"))
+    # Integer division in a branch: conditional groups, so the untaken one never divides by 0.
+    ai, bi = np.array([7, 9], np.int64), np.array([2, 0], np.int64)
+    got = compile_and_run(kilnc, kiln_run, work, "if_division_false", if_integer_division(),
+                          {"c": np.array(False), "a": ai, "b": bi})
+    ok.append(matches("if dividing, not taken", got, [ai]))
+    got = compile_and_run(kilnc, kiln_run, work, "if_division_true", if_integer_division(),
+                          {"c": np.array(True), "a": ai, "b": np.array([2, 4], np.int64)})
+    ok.append(matches("if dividing, taken", got, [ai // np.array([2, 4])]))
+    xh = rng.standard_normal((2, 3)).astype(np.float32)
+    wt = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    we = np.linspace(1, -2, 12, dtype=np.float32).reshape(3, 4)
+    for c in (True, False):
+        got = compile_and_run(kilnc, kiln_run, work, f"if_heavy_{c}", if_heavy(),
+                              {"c": np.array(c), "x": xh})
+        ok.append(matches(f"conditional groups ({c})", got,
+                          [xh @ wt if c else np.maximum(xh @ we, 0)]))
+    info = json.loads(subprocess.run([kilnc, "inspect", os.path.join(work, "if_heavy_True", "m.kiln"),
+                                      "--json"], capture_output=True, text=True).stdout)
+    ok.append(len(info["loops"]) == 2)
+    print(f"{'an If as two conditional groups':28s} {'ok' if ok[-1] else 'FAILED'}")
     print(f"control flow: {sum(ok)} of {len(ok)} checks pass")
     sys.exit(0 if all(ok) else 1)
 

@@ -10,6 +10,7 @@
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
 #include "compiler/tensor/linalg.h"
+#include "compiler/tensor/nn.h"
 #include "tests/schedule/plan_util.h"
 
 namespace kiln {
@@ -267,6 +268,52 @@ TEST(LoopGroups, AStateWhoseShapeChangesIsRefused) {
                                          "float32(3) after an iteration"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// A conditional group (an If's branch): every computing node only its next value reaches runs
+// inside it, though none reads a state; a value the rest of the graph needs stays outside.
+TEST(LoopGroups, AConditionalGroupsBodyIsWhatOnlyItsBranchReaches) {
+  Graph g;
+  Tensor c = Tensor::input(g, "c", dtypes::bool_, {});
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {2, 8});
+  Tensor shared = x.mul(x.like(2)).contiguous();  // read by both branches and by an output
+  Tensor branch[2] = {matmul(shared, Tensor::weight(g, "w1", ramp({8, 4}, 0.1))),
+                      relu(matmul(shared, Tensor::weight(g, "w2", ramp({8, 4}, -0.2))))};
+  Tensor out;
+  for (int k = 0; k < 2; ++k) {
+    Tensor trips = (k == 0 ? c : c.logical_not()).cast(dtypes::int64);
+    int l = g.begin_loop(k == 0 ? "then" : "else", trips.uop(), 1, -1, true);
+    g.add_loop_state(l, k == 0 ? Tensor::full(g, {2, 4}, 0, dtypes::float32).uop() : out.uop());
+    out = Tensor(&g, g.end_loop(l, {branch[k].uop()}, {})[0]);
+  }
+  g.add_output("y", out.uop());
+  g.add_output("shared", shared.uop());
+  Plan plan = plan_graph(g, {});
+  ASSERT_EQ(plan.loops.size(), 2u);
+  int reductions_in_loops = 0;
+  for (const Launch& l : plan.launches) {
+    bool reduces = false;
+    for (const UOp* u : plan.programs[static_cast<size_t>(l.program)].ast->toposort())
+      reduces |= u->op == Op::REDUCE;
+    if (reduces) {
+      EXPECT_GE(l.loop, 0) << l.what;  // each matmul runs in its branch's group
+      ++reductions_in_loops;
+    }
+  }
+  EXPECT_EQ(reductions_in_loops, 2);
+  JitProgram jit(plan, TargetInfo::host());
+  std::mt19937_64 rng(4);
+  for (bool taken : {true, false}) {
+    NDArray cv(dtypes::bool_, {});
+    cv.set(0, ConstValue::of_int(taken));
+    std::map<std::string, NDArray> in = {
+        {"c", cv}, {"x", testing::random_array(dtypes::float32, {2, 8}, rng)}};
+    auto got = jit.run(g, in);
+    EagerEvaluator ev(g, in);
+    EXPECT_TRUE(testing::arrays_close(ev.eval(branch[taken ? 0 : 1].uop()), got.at("y")))
+        << (taken ? "then" : "else");
+    expect_same(eager(g, in), got, taken ? "then" : "else");
   }
 }
 

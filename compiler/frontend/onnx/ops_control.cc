@@ -1,11 +1,11 @@
 // Control flow: If and Scan, with their subgraphs built inline.
 //
 // If: a condition known at compile time (a constant, or folded from one) builds only the branch
-// it takes. A run-time condition builds both branches and selects each output elementwise
-// (`where`); If branches have no side effects, so this is exact, at the cost of computing both.
-// It needs outputs of one dtype and shape per branch, and branches that cannot trap on values the
-// untaken branch never meant to see (no integer division). A conditional group in the schedule
-// (only the taken branch runs) is the next step (ARCHITECTURE §8).
+// it takes. A run-time condition builds both branches; where a branch computes much (a
+// reduction) or divides integers, each is a conditional group (ARCHITECTURE §8: only the taken
+// branch runs), else both run and each output is selected elementwise (`where`: exact, since
+// branches have no side effects, and cheaper than the groups' copies for a few elementwise ops).
+// Either way outputs must have one dtype and shape per branch.
 //
 // Scan: the iteration count is the length of the scanned axis, static in a package, so the body
 // is unrolled: each iteration's states feed the next, scan outputs are stacked.
@@ -45,6 +45,32 @@ bool divides_integers(const onnx::GraphProto& g,
   return false;
 }
 
+// An If on a run-time condition as two conditional groups (loop groups of at most one
+// iteration, docs/control-flow.md): `then` runs when c holds, `else` when it does not. Each
+// output is a state of both: `then`'s starts at zero and becomes the then-branch's value if it
+// runs; `else`'s starts there and becomes the else-branch's value if it runs. Only the taken
+// branch's kernels run (besides a copy of each output).
+V conditional_groups(NodeContext& n, const Tensor& c, const V& a, const V& b) {
+  Graph& g = n.graph();
+  V out;
+  for (const V* br : {&a, &b}) {
+    bool then = br == &a;
+    Tensor trips = (then ? c : c.logical_not()).cast(dtypes::int64);
+    int loop = g.begin_loop(n.where() + (then ? " then_branch" : " else_branch"), trips.uop(), 1,
+                            -1, true);
+    std::vector<const UOp*> next;
+    for (size_t i = 0; i < br->size(); ++i) {
+      const Tensor& v = (*br)[i];
+      g.add_loop_state(loop, then ? Tensor::full(g, v.shape(), 0, v.dtype()).uop() : out[i].uop());
+      next.push_back(v.uop());
+    }
+    std::vector<const UOp*> finals = g.end_loop(loop, next, {});
+    out.clear();
+    for (const UOp* f : finals) out.emplace_back(&g, f);
+  }
+  return out;
+}
+
 V if_op(NodeContext& n) {
   Tensor cond = n.input(0);
   if (cond.numel() != 1) n.invalid("cond must hold one element, got " + shape_str(cond.shape()));
@@ -66,11 +92,22 @@ V if_op(NodeContext& n) {
                     shape_str(b[i].shape()) + ")");
   }
   auto type = [&n](const std::string& name) { return n.value_type(name); };
+  bool divides = false;
   for (const char* br : {"then_branch", "else_branch"})
-    if (divides_integers(*n.attr_graph(br), type))
-      n.unsupported(std::string("a run-time condition with integer division in ") + br +
-                    " (both branches run, and the untaken one could divide by zero)");
-  Tensor c = cond.reshape({});
+    divides |= divides_integers(*n.attr_graph(br), type);
+  Tensor c = cond.reshape({}).cast(dtypes::bool_);
+  Graph& g = n.graph();
+  // Conditional groups where a branch computes much (a reduction: a convolution, a matmul) or
+  // must not run untaken (an integer division); cheap branches are both computed and selected.
+  bool heavy = divides;
+  for (const V* br : {&a, &b})
+    for (const Tensor& t : *br)
+      for (const UOp* u : t.uop()->toposort()) heavy |= u->op == Op::REDUCE_AXIS;
+  if (heavy && !g.in_loop_body()) return conditional_groups(n, c, a, b);
+  if (divides)
+    n.unsupported(std::string("a run-time condition with integer division in a branch, inside a "
+                              "loop group's body") +
+                  " (both branches run there, and the untaken one could divide by zero)");
   V out;
   for (size_t i = 0; i < a.size(); ++i) out.push_back(c.where(a[i], b[i]));
   return out;
