@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <tuple>
 
 #include "compiler/driver/compile.h"
 #include "compiler/package/package_signing.h"
@@ -74,6 +75,30 @@ struct Result {
   kiln_status status;
   std::string message;
 };
+// A package loaded from a 64-byte aligned copy and a session of it (single-threaded), released
+// together; `status` is the first failure, with kiln's message in `message`.
+struct Loaded {
+  std::vector<uint8_t> store;
+  kiln_model* m = nullptr;
+  kiln_session* s = nullptr;
+  kiln_status status = KILN_OK;
+  explicit Loaded(const std::vector<uint8_t>& pkg) : store(pkg.size() + 64) {
+    uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+    std::memcpy(data, pkg.data(), pkg.size());
+    status = kiln_model_load_memory(data, pkg.size(), nullptr, &m);
+    if (status == KILN_OK) status = kiln_session_create(m, nullptr, &s);
+  }
+  ~Loaded() {
+    kiln_session_release(s);
+    kiln_model_release(m);
+  }
+  // Runs the steps while each succeeds; the first failure's status and message.
+  Result then(kiln_status st) {
+    if (status == KILN_OK) status = st;
+    return {status, status ? kiln_last_error_message() : ""};
+  }
+};
+
 Result load_and_run(const std::vector<uint8_t>& pkg, size_t threads = 1,
                     const kiln_model_options* mo = nullptr) {
   std::vector<uint8_t> store(pkg.size() + 64);
@@ -510,21 +535,13 @@ std::vector<uint8_t> run_time_reshape() {
 }
 
 Result run_reshape(const std::vector<uint8_t>& pkg, std::vector<int64_t> shape) {
-  std::vector<uint8_t> store(pkg.size() + 64);
-  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
-  std::memcpy(data, pkg.data(), pkg.size());
-  kiln_model* m = nullptr;
-  kiln_session* s = nullptr;
-  kiln_status st = kiln_model_load_memory(data, pkg.size(), nullptr, &m);
-  if (st == KILN_OK) st = kiln_session_create(m, nullptr, &s);
+  Loaded l(pkg);
   std::vector<float> x(24, 1.0f);
-  if (st == KILN_OK) st = kiln_session_set_input(s, 0, KILN_DTYPE_FLOAT32, x.data(), 96);
-  if (st == KILN_OK) st = kiln_session_set_input(s, 1, KILN_DTYPE_INT64, shape.data(), 24);
-  if (st == KILN_OK) st = kiln_session_run(s);
-  Result r{st, st ? kiln_last_error_message() : ""};
-  kiln_session_release(s);
-  kiln_model_release(m);
-  return r;
+  if (l.status == KILN_OK)
+    l.status = kiln_session_set_input(l.s, 0, KILN_DTYPE_FLOAT32, x.data(), 96);
+  if (l.status == KILN_OK)
+    l.status = kiln_session_set_input(l.s, 1, KILN_DTYPE_INT64, shape.data(), 24);
+  return l.then(l.status == KILN_OK ? kiln_session_run(l.s) : l.status);
 }
 
 TEST(CraftedPackage, AShapeInputIsCheckedAtEveryRun) {
@@ -582,29 +599,21 @@ std::vector<uint8_t> loop_package() {
 
 Result run_loop(const std::vector<uint8_t>& pkg, int64_t trips, std::vector<float>* y = nullptr,
                 size_t* rows = nullptr) {
-  std::vector<uint8_t> store(pkg.size() + 64);
-  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
-  std::memcpy(data, pkg.data(), pkg.size());
-  kiln_model* m = nullptr;
-  kiln_session* s = nullptr;
-  kiln_status st = kiln_model_load_memory(data, pkg.size(), nullptr, &m);
-  if (st == KILN_OK) st = kiln_session_create(m, nullptr, &s);
+  Loaded l(pkg);
   std::vector<float> y0 = {1, 2, 3}, x = {0.5f, 0.25f, -1};
-  if (st == KILN_OK) st = kiln_session_set_input(s, 0, KILN_DTYPE_INT64, &trips, 8);
-  if (st == KILN_OK) st = kiln_session_set_input(s, 1, KILN_DTYPE_FLOAT32, y0.data(), 12);
-  if (st == KILN_OK) st = kiln_session_set_input(s, 2, KILN_DTYPE_FLOAT32, x.data(), 12);
-  if (st == KILN_OK) st = kiln_session_run(s);
-  Result r{st, st ? kiln_last_error_message() : ""};
+  for (auto [i, dtype, data, size] :
+       {std::tuple<size_t, kiln_dtype, const void*, size_t>{0, KILN_DTYPE_INT64, &trips, 8},
+        {1, KILN_DTYPE_FLOAT32, y0.data(), 12},
+        {2, KILN_DTYPE_FLOAT32, x.data(), 12}})
+    if (l.status == KILN_OK) l.status = kiln_session_set_input(l.s, i, dtype, data, size);
+  Result r = l.then(l.status == KILN_OK ? kiln_session_run(l.s) : l.status);
   const void* out = nullptr;
-  size_t size = 0;
-  if (st == KILN_OK && y && kiln_session_output(s, 0, &out, &size) == KILN_OK)
-    y->assign(static_cast<const float*>(out), static_cast<const float*>(out) + size / 4);
+  size_t size = 0, rank = 0;
   const int64_t* shape = nullptr;
-  size_t rank = 0;
-  if (st == KILN_OK && rows && kiln_session_output_shape(s, 1, &rank, &shape) == KILN_OK)
+  if (r.status == KILN_OK && y && kiln_session_output(l.s, 0, &out, &size) == KILN_OK)
+    y->assign(static_cast<const float*>(out), static_cast<const float*>(out) + size / 4);
+  if (r.status == KILN_OK && rows && kiln_session_output_shape(l.s, 1, &rank, &shape) == KILN_OK)
     *rows = static_cast<size_t>(shape[0]);
-  kiln_session_release(s);
-  kiln_model_release(m);
   return r;
 }
 
@@ -682,22 +691,13 @@ std::vector<uint8_t> count_package() {
 }
 
 Result run_count(const std::vector<uint8_t>& pkg, int64_t k, size_t* rows) {
-  std::vector<uint8_t> store(pkg.size() + 64);
-  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
-  std::memcpy(data, pkg.data(), pkg.size());
-  kiln_model* m = nullptr;
-  kiln_session* s = nullptr;
-  kiln_status st = kiln_model_load_memory(data, pkg.size(), nullptr, &m);
-  if (st == KILN_OK) st = kiln_session_create(m, nullptr, &s);
-  if (st == KILN_OK) st = kiln_session_set_input(s, 0, KILN_DTYPE_INT64, &k, 8);
-  if (st == KILN_OK) st = kiln_session_run(s);
-  Result r{st, st ? kiln_last_error_message() : ""};
+  Loaded l(pkg);
+  if (l.status == KILN_OK) l.status = kiln_session_set_input(l.s, 0, KILN_DTYPE_INT64, &k, 8);
+  Result r = l.then(l.status == KILN_OK ? kiln_session_run(l.s) : l.status);
   const int64_t* shape = nullptr;
   size_t rank = 0;
-  if (st == KILN_OK && kiln_session_output_shape(s, 0, &rank, &shape) == KILN_OK)
+  if (r.status == KILN_OK && kiln_session_output_shape(l.s, 0, &rank, &shape) == KILN_OK)
     *rows = static_cast<size_t>(shape[0]);
-  kiln_session_release(s);
-  kiln_model_release(m);
   return r;
 }
 
@@ -737,15 +737,9 @@ TEST(CraftedPackage, ASymbolicOutputWhoseRowsDoNotLeadIsReadAtItsShape) {
   g.add_output("y", x.mul(x).add(x.like(1)).uop());
   CompileOptions o;
   o.provenance_flags = {"--test"};
-  std::vector<uint8_t> pkg = compile(g, o).package;
-  std::vector<uint8_t> store(pkg.size() + 64);
-  uint8_t* data = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
-  std::memcpy(data, pkg.data(), pkg.size());
-  kiln_model* m = nullptr;
-  kiln_session* s = nullptr;
-  ASSERT_EQ(kiln_model_load_memory(data, pkg.size(), nullptr, &m), KILN_OK)
-      << kiln_last_error_message();
-  ASSERT_EQ(kiln_session_create(m, nullptr, &s), KILN_OK);
+  Loaded l(compile(g, o).package);
+  ASSERT_EQ(l.status, KILN_OK) << kiln_last_error_message();
+  kiln_session* s = l.s;
   for (int64_t seq : {3, 5, 1}) {
     std::vector<float> in(static_cast<size_t>(2 * seq));
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
@@ -761,8 +755,6 @@ TEST(CraftedPackage, ASymbolicOutputWhoseRowsDoNotLeadIsReadAtItsShape) {
     const float* y = static_cast<const float*>(out);
     for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(y[i], in[i] * in[i] + 1) << seq << " " << i;
   }
-  kiln_session_release(s);
-  kiln_model_release(m);
 }
 
 }  // namespace
