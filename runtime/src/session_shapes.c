@@ -14,12 +14,15 @@ kiln_status kiln_session_shapes_init(kiln_session* s) {
   s->input_shapes = kiln_alloc(s->allocator, 8 * (size_t)(m->input_dims + m->output_dims) + 8, 16);
   if (!s->input_shapes) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_CREATING_A_SESSION));
   s->output_shapes = s->input_shapes + m->input_dims;
+  /* (A scalar has no shape to copy: its pointer may be NULL.) */
   for (uint32_t i = 0; i < m->num_inputs; ++i)
-    memcpy(s->input_shapes + m->inputs[i].dims_offset, m->inputs[i].shape,
-           8 * (size_t)m->inputs[i].rank);
+    if (m->inputs[i].rank)
+      memcpy(s->input_shapes + m->inputs[i].dims_offset, m->inputs[i].shape,
+             8 * (size_t)m->inputs[i].rank);
   for (uint32_t i = 0; i < m->num_outputs; ++i)
-    memcpy(s->output_shapes + m->outputs[i].dims_offset, m->outputs[i].shape,
-           8 * (size_t)m->outputs[i].rank);
+    if (m->outputs[i].rank)
+      memcpy(s->output_shapes + m->outputs[i].dims_offset, m->outputs[i].shape,
+             8 * (size_t)m->outputs[i].rank);
   return KILN_OK;
 }
 
