@@ -41,6 +41,7 @@ class ExtentAnalysis {
     // A loop's stacked outputs hold as many rows as it ran iterations.
     for (const GraphLoop& l : g_.loops())
       for (const auto& sc : l.scans) {
+        if (l.fixed) continue;  // always max_trips rows
         std::vector<const UOp*> e = out_.of(sc.out);
         e[0] = g_.symbol_var(l.count);
         set(sc.out, std::move(e));

@@ -369,6 +369,8 @@ std::vector<const UOp*> Graph::end_loop(int loop, const std::vector<const UOp*>&
     l.scans.push_back(sc);
     out.push_back(sc.out);
   }
+  l.fixed =
+      l.cond < 0 && l.trips && l.trips->op == Op::CONST && l.trips->cval().as_int() == l.max_trips;
   l.open = false;
   return out;
 }

@@ -80,6 +80,9 @@ struct GraphLoop {
   // A conditional group (an If's branch): at most one iteration, and its body is every node
   // only its next values reach (the branch), whether or not it reads a state.
   bool conditional = false;
+  // It always runs max_trips iterations (a constant trip count of max_trips, no condition): its
+  // stacked outputs are static, not sized by the count symbol. Set by end_loop.
+  bool fixed = false;
 };
 
 // Choices the tensor layer makes while an importer builds the graph (set before importing).

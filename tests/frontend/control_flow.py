@@ -2,7 +2,8 @@
 """If, Scan and Loop beyond the node tests, each a small ONNX model run through kilnc and
 kiln-run and compared with numpy: an If on a run-time condition (both values of it), an If on a
 constant condition (only the taken branch is built: the other holds an op kiln lacks), a Scan
-with reversed input and output directions and non-zero axes, a Loop whose trip count is a
+with reversed input and output directions and non-zero axes (and the same over 3000 steps, a loop
+group), a Loop whose trip count is a
 constant and whose body stops it early through a constant condition (unrolled), a Loop nested in
 an If, and loop groups (the body built once, the runtime repeating it): a 4096-step Loop, one of
 4096 steps of a 300-node body, one whose condition the body computes, and one over a trip count
@@ -74,6 +75,14 @@ def scan_reversed():
                             num_scan_inputs=1, scan_input_axes=[1], scan_input_directions=[1],
                             scan_output_axes=[1], scan_output_directions=[1])
     return model([node], [vi("s0", F, [3]), vi("x", F, [3, 5])], [vi("s", F, [3]), vi("y", F, [3, 5])])
+
+
+def scan_long(steps):
+    # As scan_reversed, over `steps` elements: past the unroll line, a loop group.
+    m = scan_reversed()
+    m.graph.input[1].CopyFrom(vi("x", F, [3, steps]))
+    m.graph.output[1].CopyFrom(vi("y", F, [3, steps]))
+    return m
 
 
 def scan_reference(s0, x):
@@ -181,8 +190,8 @@ def loop_chain(steps, body_pairs, name):
 
 
 def scan_chain(steps, body_pairs, name):
-    """A Scan over `steps` elements whose body is `body_pairs` times s = tanh(s * x_t): the body
-    is built once per element (Scan unrolls), steps * 2 * body_pairs nodes."""
+    """A Scan over `steps` elements whose body is `body_pairs` times s = tanh(s * x_t): unrolled,
+    steps * 2 * body_pairs nodes."""
     nodes, prev = [], "s_in"
     for k in range(body_pairs):
         nodes += [helper.make_node("Mul", [prev, "x_t"], [f"m{k}"]),
@@ -193,6 +202,19 @@ def scan_chain(steps, body_pairs, name):
                              [vi("s_out", F, [4])])
     node = helper.make_node("Scan", ["s0", "x"], ["s"], name=name, body=body, num_scan_inputs=1)
     return model([node], [vi("s0", F, [4]), vi("x", F, [steps, 4])], [vi("s", F, [4])])
+
+
+def scan_in_loop(steps, body_pairs):
+    """scan_chain inside the body of a Loop with a run-time trip count: a Scan in a loop group's
+    body is unrolled, so this builds steps * 2 * body_pairs nodes inline."""
+    inner = scan_chain(steps, body_pairs, "inner").graph
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"])] + list(inner.node),
+        "outer", [vi("i", I64, []), vi("c_in", B, []), vi("s0", F, [4])],
+        [vi("c_out", B, []), vi("s", F, [4])])
+    node = helper.make_node("Loop", ["M", "", "a0"], ["y"], name="outer", body=body)
+    return model([node], [vi("M", I64, []), vi("a0", F, [4]), vi("x", F, [steps, 4])],
+                 [vi("y", F, [4])])
 
 
 def loop_runtime_trips(first_dim):
@@ -258,6 +280,9 @@ def main():
     s0, xs = rng.standard_normal(3).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
     got = compile_and_run(kilnc, kiln_run, work, "scan_reversed", scan_reversed(), {"s0": s0, "x": xs})
     ok.append(matches("scan reversed, axis 1", got, list(scan_reference(s0, xs))))
+    xl = (rng.standard_normal((3, 3000)) * 0.01).astype(np.float32)
+    got = compile_and_run(kilnc, kiln_run, work, "scan_long", scan_long(3000), {"s0": s0, "x": xl})
+    ok.append(matches("a 3000-step scan group", got, list(scan_reference(s0, xl))))
     a0, x2 = rng.standard_normal(2).astype(np.float32), rng.standard_normal(2).astype(np.float32)
     got = compile_and_run(kilnc, kiln_run, work, "loop_stops_early", loop_stops_early(),
                           {"a0": a0, "x": x2})
@@ -310,7 +335,18 @@ def main():
                       "scan output 0 ('rows') needs a bound on the iterations"))
     ok.append(refused(kilnc, work, "loop_param_unbounded", loop_runtime_trips("steps"),
                       "runtime_trips", "scan output 0 ('rows') needs a bound on the iterations"))
-    ok.append(refused(kilnc, work, "scan_too_large", scan_chain(4096, 150, "big"), "big",
+    # The same as a Scan (a loop group past 4096 nodes); inside a Loop's body, where it unrolls,
+    # it is past the limit on nodes built inline.
+    x6 = (rng.standard_normal((4096, 4)) * 0.5 + 1).astype(np.float32)
+    s6 = rng.standard_normal(4).astype(np.float32)
+    want = s6.astype(np.float64)
+    for t in range(4096):
+        for _ in range(150):
+            want = np.tanh(want * x6[t])
+    got = compile_and_run(kilnc, kiln_run, work, "scan_big", scan_chain(4096, 150, "big"),
+                          {"s0": s6, "x": x6})
+    ok.append(matches("a 4096 x 300-node scan group", got, [want.astype(np.float32)]))
+    ok.append(refused(kilnc, work, "scan_too_large", scan_in_loop(4096, 150), "inner",
                       "control flow that builds more than 1048576 nodes inline"))
     ok.append(refused(kilnc, work, "if_dtype_mismatch", if_dtype_mismatch(), "mixed",
                       "output 0 is float32 in then_branch and int64 in else_branch"))

@@ -7,8 +7,9 @@
 // branches have no side effects, and cheaper than the groups' copies for a few elementwise ops).
 // Either way outputs must have one dtype and shape per branch.
 //
-// Scan: the iteration count is the length of the scanned axis, static in a package, so the body
-// is unrolled: each iteration's states feed the next, scan outputs are stacked.
+// Scan: the iteration count is the length of the scanned axis, static in a package: the body is
+// unrolled (each iteration's states feed the next, scan outputs are stacked) while it builds at
+// most kMaxUnrolledLoopNodes nodes, and is a loop group past that.
 //
 // Loop: unrolled the same way when the trip count and every iteration's condition are known at
 // compile time and the unrolled body is small (kMaxUnrolledLoopNodes); otherwise a loop group
@@ -122,6 +123,65 @@ Tensor take(const Tensor& x, int64_t axis, int64_t i) {
   return x.shrink(b).squeeze({axis});
 }
 
+// Where the line is between unrolling a Loop (or a Scan) and a loop group. A Loop whose trip
+// count and conditions are compile-time values, and every Scan, is unrolled while it builds at
+// most kMaxUnrolledLoopNodes body nodes (trips x the body's nodes): unrolled, the iterations fuse
+// into each other's kernels and their index math folds (a 16-step body of a few nodes becomes
+// one kernel), where a loop group pays a barrier and a copy of its states per iteration. Past
+// that, and for run-time trip counts and conditions, the body is built once, as a loop group.
+constexpr int64_t kMaxUnrolledLoopNodes = 4096;
+
+// The scan outputs' axes and directions (attributes), one per output.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> scan_outputs(NodeContext& n, size_t k_out) {
+  std::vector<int64_t> axes = n.attr_ints("scan_output_axes", std::vector<int64_t>(k_out, 0));
+  std::vector<int64_t> dirs = n.attr_ints("scan_output_directions", std::vector<int64_t>(k_out, 0));
+  if (axes.size() != k_out || dirs.size() != k_out)
+    n.invalid("scan_output_axes and scan_output_directions need one value per scan output");
+  return {axes, dirs};
+}
+
+// A long Scan as a loop group: the body built once, its iteration k reading element k of each
+// scan input along its axis (from the end for a reverse direction); scan outputs are stacked in
+// iteration order, then reversed and moved to their axes.
+V scan_group(NodeContext& n, const V& states, const V& inputs, const std::vector<int64_t>& in_axes,
+             const std::vector<int64_t>& in_dirs, int64_t trips) {
+  Graph& g = n.graph();
+  Tensor count = Tensor::full(g, {}, static_cast<double>(trips), dtypes::int64);
+  int loop = g.begin_loop(n.where(), count.uop(), trips);
+  V result;
+  try {
+    Tensor k(&g, g.loop_iteration(loop));
+    Tensor back = count.sub(k.like(1.0)).sub(k);
+    V args;
+    for (const Tensor& st : states) args.emplace_back(&g, g.add_loop_state(loop, st.uop()));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      args.push_back(inputs[i].gather(in_dirs[i] ? back : k, in_axes[i]));
+    V out = n.subgraph("body", args);
+    if (out.size() < states.size())
+      n.invalid("the body gives " + std::to_string(out.size()) + " outputs for " +
+                std::to_string(states.size()) + " states");
+    std::vector<const UOp*> next, stacked;
+    for (size_t i = 0; i < states.size(); ++i) next.push_back(out[i].uop());
+    for (size_t j = states.size(); j < out.size(); ++j) stacked.push_back(out[j].uop());
+    std::vector<const UOp*> finals = g.end_loop(loop, next, stacked);
+    for (size_t i = 0; i < states.size(); ++i) result.emplace_back(&g, finals[i]);
+    auto [axes, dirs] = scan_outputs(n, stacked.size());
+    for (size_t j = 0; j < stacked.size(); ++j) {
+      Tensor y(&g, finals[states.size() + j]);
+      if (dirs[j]) y = y.flip({0});
+      int64_t axis = norm_axis(axes[j], y.ndim(), n);
+      std::vector<int64_t> order;
+      for (int64_t d = 1; d < y.ndim(); ++d) order.push_back(d);
+      order.insert(order.begin() + axis, 0);
+      result.push_back(y.permute(order));
+    }
+  } catch (...) {
+    g.abandon_loop(loop);
+    throw;
+  }
+  return result;
+}
+
 // Scan-9+ over states and scan inputs (no batch axis); returns final states + scan outputs.
 V scan(NodeContext& n, const V& states, const V& inputs) {
   size_t m = inputs.size();
@@ -140,6 +200,10 @@ V scan(NodeContext& n, const V& states, const V& inputs) {
     trips = len;
   }
   if (trips < 0) n.invalid("Scan needs at least one scan input");
+  const onnx::GraphProto* body = n.attr_graph("body");
+  if (body && trips * std::max(1, body->node_size()) > kMaxUnrolledLoopNodes &&
+      !n.graph().in_loop_body())
+    return scan_group(n, states, inputs, in_axes, in_dirs, trips);
   V carried = states;
   std::vector<V> per_step;
   for (int64_t t = 0; t < trips; ++t) {
@@ -159,11 +223,7 @@ V scan(NodeContext& n, const V& states, const V& inputs) {
     per_step.emplace_back(out.begin() + static_cast<std::ptrdiff_t>(carried.size()), out.end());
   }
   size_t k_out = per_step.empty() ? 0 : per_step[0].size();
-  std::vector<int64_t> out_axes = n.attr_ints("scan_output_axes", std::vector<int64_t>(k_out, 0));
-  std::vector<int64_t> out_dirs =
-      n.attr_ints("scan_output_directions", std::vector<int64_t>(k_out, 0));
-  if (out_axes.size() != k_out || out_dirs.size() != k_out)
-    n.invalid("scan_output_axes and scan_output_directions need one value per scan output");
+  auto [out_axes, out_dirs] = scan_outputs(n, k_out);
   V result = carried;
   for (size_t j = 0; j < k_out; ++j) {
     int64_t axis = norm_axis(out_axes[j], per_step[0][j].ndim() + 1, n);
@@ -176,13 +236,6 @@ V scan(NodeContext& n, const V& states, const V& inputs) {
   return result;
 }
 
-// Where the line is between unrolling a Loop and a loop group. A Loop whose trip count and
-// conditions are compile-time values is unrolled while it builds at most kMaxUnrolledLoopNodes
-// body nodes (trips x the body's nodes): unrolled, the iterations fuse into each other's
-// kernels and their index math folds (a 16-step body of a few nodes becomes one kernel), where a
-// loop group pays a barrier and a copy of its states per iteration. Past that, and for run-time
-// trip counts and conditions, the body is built once, as a loop group.
-constexpr int64_t kMaxUnrolledLoopNodes = 4096;
 // A Loop with no trip count (or a run-time one) and no stacked output needs no bound on its
 // iterations: the package plans nothing per iteration. Its iteration number stays in int32.
 constexpr int64_t kUnboundedTrips = (int64_t{1} << 31) - 1;
