@@ -108,4 +108,11 @@ std::string print_graph(const UOp* root) {
   return out;
 }
 
+std::string describe_node(const UOp* u) {
+  std::string s = "%" + std::to_string(u->id()) + " " + op_name(u->op) + " " + u->dtype.str();
+  if (u->has_shape()) s += shape_str(u->shape());
+  if (u->op == Op::BUFFER) s += " '" + u->buffer().name + "'";
+  return s;
+}
+
 }  // namespace kiln

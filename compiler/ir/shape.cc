@@ -8,13 +8,13 @@
 
 namespace kiln {
 
-namespace {
-
 std::string shape_str(const Shape& s) {
   std::string r = "(";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
   return r + ")";
 }
+
+namespace {
 
 bool has_tensor_shape(Op op) {
   if (alu_arity(op) > 0) return true;

@@ -31,6 +31,8 @@ class Context;
 class UOp;
 using UOpPtr = const UOp*;
 using Shape = std::vector<int64_t>;
+// "(2,3,4)", for messages.
+std::string shape_str(const Shape& s);
 
 // The value of a CONST. Integers (including bool and index) are held as int64 (uint64 by its bit
 // pattern); floats as double. `invalid` marks a masked index: an index expression

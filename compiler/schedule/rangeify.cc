@@ -18,13 +18,6 @@
 
 namespace kiln {
 
-std::string describe_node(const UOp* u) {
-  std::string s = "%" + std::to_string(u->id()) + " " + op_name(u->op) + " " + u->dtype.str();
-  if (u->has_shape()) s += shape_str(u->shape());
-  if (u->op == Op::BUFFER) s += " '" + u->buffer().name + "'";
-  return s;
-}
-
 namespace {
 
 using Idx = std::vector<const UOp*>;
@@ -818,15 +811,9 @@ class Lowerer {
     pl.max_trips = l.max_trips;
     pl.iteration = l.iteration;
     pl.count = l.count;
-    auto refuse_symbolic = [&](const UOp* u, const char* what) {
-      if (extents_.symbolic(u))
-        throw Error(str_cat(l.name, ": ", what, " ", describe_node(u),
-                            " has a symbolic shape: a loop group's values must be static"));
-    };
     std::vector<int> state_buffer;
     for (size_t k = 0; k < l.states.size(); ++k) {
       const GraphLoop::State& st = l.states[k];
-      refuse_symbolic(st.init, "the initial value");
       int id = new_buffer(st.in->buffer().name, BufferKind::Intermediate, st.in);
       realized_[st.in] = id;
       realized_[st.out] = id;
@@ -841,7 +828,6 @@ class Lowerer {
     for (size_t k = 0; k < l.states.size(); ++k) {
       const GraphLoop::State& st = l.states[k];
       if (st.next == st.in) continue;
-      refuse_symbolic(st.next, "the next value");
       // A state's next value that is another state (a swap) is copied out first: the carry
       // kernels run together, and one would read a state another writes.
       const UOp* next = st.next;
@@ -852,7 +838,6 @@ class Lowerer {
     const UOp* row = g_.symbol_var(l.iteration);
     for (size_t j = 0; j < l.scans.size(); ++j) {
       const GraphLoop::Scan& sc = l.scans[j];
-      refuse_symbolic(sc.value, "the stacked value");
       Placement place{sc.out->shape(), 0, row, true};
       jobs_.push_back({sc.value, realized_.at(sc.out), false, place, li, false});
     }

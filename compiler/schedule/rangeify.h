@@ -50,7 +50,4 @@ struct RangeifyResult {
 
 RangeifyResult rangeify(Graph& g, const FusionPolicy& policy);
 
-// A readable name for a tensor node in messages: "%12 REDUCE_AXIS float32(4,8)".
-std::string describe_node(const UOp* u);
-
 }  // namespace kiln

@@ -83,6 +83,11 @@ struct GraphLoop {
   // It always runs max_trips iterations (a constant trip count of max_trips, no condition): its
   // stacked outputs are static, not sized by the count symbol. Set by end_loop.
   bool fixed = false;
+  // It always runs this many iterations (an index expression over symbols: the extent of a
+  // symbolic axis it steps along, as a recurrence does), so its stacked outputs hold that many
+  // rows: their extent is this expression, which the graph after the loop can compare with
+  // the axis's, not the count symbol. Set by set_loop_rows; nullptr otherwise.
+  const UOp* rows = nullptr;
 };
 
 // Choices the tensor layer makes while an importer builds the graph (set before importing).
@@ -177,6 +182,10 @@ class Graph {
   // shape differs from its state's.
   std::vector<const UOp*> end_loop(int loop, const std::vector<const UOp*>& next,
                                    const std::vector<const UOp*>& scans);
+  // The loop always runs `rows` iterations (GraphLoop::rows), its trip count that expression.
+  void set_loop_rows(int loop, const UOp* rows) {
+    loops_.at(static_cast<size_t>(loop)).rows = rows;
+  }
   // Closes a loop whose body failed to build (the import reports the error and stops), so that
   // the nodes after it are not taken for its body.
   void abandon_loop(int loop) { loops_.at(static_cast<size_t>(loop)).open = false; }

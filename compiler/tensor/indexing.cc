@@ -184,4 +184,29 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
   return reverse ? t.flip({a}) : t;
 }
 
+Tensor index_value(Graph& g, const UOp* e) {
+  if (e->op == Op::CONST)
+    return Tensor::full(g, {}, static_cast<double>(e->cval().i), dtypes::int64);
+  if (e->op == Op::DEFINE_VAR) return Tensor(&g, e->cast(dtypes::int64));
+  if (e->op == Op::CAST) return index_value(g, e->src[0]);
+  if (e->src.size() != 2) throw InternalError(str_cat("index_value: ", op_name(e->op)));
+  Tensor a = index_value(g, e->src[0]), b = index_value(g, e->src[1]);
+  switch (e->op) {
+    case Op::ADD:
+      return a.add(b);
+    case Op::MUL:
+      return a.mul(b);
+    case Op::IDIV:
+      return a.div(b);
+    case Op::MOD:
+      return a.mod(b);
+    case Op::MAX:
+      return a.maximum(b);
+    case Op::MIN:
+      return a.minimum(b);
+    default:
+      throw InternalError(str_cat("index_value: ", op_name(e->op)));
+  }
+}
+
 }  // namespace kiln

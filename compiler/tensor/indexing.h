@@ -19,6 +19,10 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
 // [start, start + step, ...) below `stop`, as a constant (weight) tensor.
 Tensor arange(Graph& g, double start, double stop, double step, DType dtype);
+// An index expression over symbols (an axis's extent: `seq`, `(w + 3) / 4`) as an int64 scalar
+// tensor, its value computed when the package runs. Throws kiln::InternalError for an op other
+// than the extents' (+, *, /, %, min, max).
+Tensor index_value(Graph& g, const UOp* e);
 // Running sum along `axis` (a windowed sum: O(n^2) work along the axis).
 Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive = false, bool reverse = false);
 

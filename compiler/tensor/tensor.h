@@ -136,7 +136,6 @@ class Tensor {
   const UOp* u_ = nullptr;
 };
 
-std::string shape_str(const Shape& s);
 // numpy broadcast of two shapes; throws naming `op` if incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 

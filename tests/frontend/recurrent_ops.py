@@ -2,7 +2,9 @@
 """RNN, GRU and LSTM options the ONNX node tests do not reach (reverse and bidirectional
 directions, layout 1, sequence_lens with reverse, clip, non-default activations with alpha/beta,
 linear_before_reset, input_forget, peepholes, initial states), each as a one-node ONNX model run
-through kilnc and kiln-run and compared with a numpy implementation of the spec's equations.
+through kilnc and kiln-run and compared with a numpy implementation of the spec's equations;
+300-step sequences (loop groups), one package over a symbolic length run at three lengths and
+one over a symbolic length and batch at three shapes.
 Bad attributes and shapes are refused naming the node, and nothing is written.
 
 Usage: recurrent_ops.py KILNC KILN_RUN WORK_DIR
@@ -129,7 +131,22 @@ CASES = [
      (6, 2, 3, 4), "bhc"),
     ("lstm_layout1_scaledtanh", "LSTM", {"layout": 1, "activations": ["Sigmoid", "ScaledTanh", "Elu"],
      "activation_alpha": [0.9, 0.8], "activation_beta": [1.1]}, (3, 2, 4, 3), "bhcp"),
+    # Past 16 steps: loop groups (the step built once, both directions in one iteration).
+    ("gru_bidirectional_lens_300_steps", "GRU", {"direction": "bidirectional"}, (300, 3, 4, 5), "blh"),
+    ("lstm_bidirectional_peepholes_lens_300_steps", "LSTM", {"direction": "bidirectional"},
+     (300, 2, 3, 3), "blhcp"),
+    ("rnn_reverse_layout1_300_steps", "RNN", {"direction": "reverse", "layout": 1}, (300, 2, 3, 4), "bh"),
 ]
+
+# Compiled once over a symbolic sequence length (--dim T=1..64), run at these lengths.
+SYMBOLIC = ("lstm_bidirectional_symbolic_length", "LSTM", {"direction": "bidirectional", "layout": 1},
+            (64, 2, 3, 4), "blhcp")
+SYMBOLIC_LENGTHS = (1, 9, 64)
+# Both the length and the batch symbolic (--dim T=1..40 --dim N=1..4), no initial state: the
+# states start from zeros of the batch's bound and hold the batch's extent.
+SYMBOLIC_BATCH = ("gru_bidirectional_symbolic_batch", "GRU", {"direction": "bidirectional"},
+                  (40, 4, 3, 5), "b")
+SYMBOLIC_BATCH_RUNS = ((3, 1), (20, 3), (40, 4))
 
 
 def build(name, op, attrs, dims, opt, rng):
@@ -171,6 +188,34 @@ def build(name, op, attrs, dims, opt, rng):
     return model, data
 
 
+def symbolic_length(model, layout, batch=False):
+    """The model with its time axis (X's and Y's) the dim parameter 'T', and with `batch` its
+    batch axis (X's, Y's and the states') 'N' (layout 0)."""
+    def param(v, axis, name):
+        d = v.type.tensor_type.shape.dim[axis]
+        d.ClearField("dim_value")
+        d.dim_param = name
+    for v in (model.graph.input[0], model.graph.output[0]):
+        param(v, 1 if layout else 0, "T")
+    if batch:
+        param(model.graph.input[0], 1, "N")
+        param(model.graph.output[0], 2, "N")
+        for v in model.graph.output[1:]:
+            param(v, 1, "N")
+    return model
+
+
+def compare(name, op, attrs, got, data):
+    want = reference(op, attrs, data["X"], data["W"], data["R"], data.get("B"),
+                     data.get("sequence_lens"), data.get("initial_h"), data.get("initial_c"),
+                     data.get("P"))
+    errs = [float(np.abs(g - w).max()) if g.shape == w.shape else float("inf")
+            for g, w in zip(got, want)]
+    good = len(got) == (3 if op == "LSTM" else 2) and max(errs) <= 1e-4
+    print(f"{name:36s} max |diff| {max(errs):.2g}: {'ok' if good else 'FAILED'}")
+    return good
+
+
 def run(kilnc, kiln_run, work, name, model, data):
     out = onnx_case.run_model(kilnc, kiln_run, os.path.join(work, name), model, data)
     return [out[o] for o in ("Y", "Y_h", "Y_c") if o in out]
@@ -189,14 +234,27 @@ def main():
     for name, op, attrs, dims, opt in CASES:
         model, data = build(name, op, attrs, dims, opt, rng)
         got = run(kilnc, kiln_run, work, name, model, data)
-        want = reference(op, attrs, data["X"], data["W"], data["R"], data.get("B"),
-                         data.get("sequence_lens"), data.get("initial_h"), data.get("initial_c"),
-                         data.get("P"))
-        errs = [float(np.abs(g - w).max()) if g.shape == w.shape else float("inf")
-                for g, w in zip(got, want)]
-        good = len(got) == (3 if op == "LSTM" else 2) and max(errs) <= 1e-4
-        print(f"{name:36s} max |diff| {max(errs):.2g}: {'ok' if good else 'FAILED'}")
-        ok.append(good)
+        ok.append(compare(name, op, attrs, got, data))
+    # One package over a range of lengths: a loop group whose trip count is the time axis's
+    # extent at run time.
+    name, op, attrs, dims, opt = SYMBOLIC
+    model, _ = build(name, op, attrs, dims, opt, rng)
+    model = symbolic_length(model, attrs["layout"])
+    d = os.path.join(work, name)
+    pkg = onnx_case.compile_model(kilnc, d, model, ["--dim", "T=1..64"])
+    for t in SYMBOLIC_LENGTHS:
+        _, data = build(name, op, attrs, (t,) + dims[1:], opt, rng)
+        out = onnx_case.run_package(kiln_run, d, pkg, model, data, f"t{t}")
+        ok.append(compare(f"{name} at {t}", op, attrs, [out[o] for o in ("Y", "Y_h", "Y_c")], data))
+    name, op, attrs, dims, opt = SYMBOLIC_BATCH
+    model, _ = build(name, op, attrs, dims, opt, rng)
+    model = symbolic_length(model, 0, batch=True)
+    d = os.path.join(work, name)
+    pkg = onnx_case.compile_model(kilnc, d, model, ["--dim", "T=1..40", "--dim", "N=1..4"])
+    for t, b in SYMBOLIC_BATCH_RUNS:
+        _, data = build(name, op, attrs, (t, b) + dims[2:], opt, rng)
+        out = onnx_case.run_package(kiln_run, d, pkg, model, data, f"t{t}_n{b}")
+        ok.append(compare(f"{name} at {t}x{b}", op, attrs, [out["Y"], out["Y_h"]], data))
     # Bad input: each refused naming the node.
     bad_dir, _ = build("bad_direction", "GRU", {"direction": "sideways"}, (2, 1, 2, 2), "", rng)
     ok.append(refused(kilnc, work, "bad_direction", bad_dir, "direction 'sideways'"))

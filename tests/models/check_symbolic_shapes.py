@@ -5,7 +5,8 @@ resnet18 (seeded random weights, the real-model set's) is exported with a dynami
 compiled ONCE with `--dim batch=1..8`, and run by kiln-run at batch 1, 3 and 8; the transformer
 encoder (embedding + 2 x nn.TransformerEncoderLayer, d_model 256) with a dynamic sequence axis,
 compiled once with `--dim seq=1..512`, run at seq 1, 7, 64, 128 and 512; a CRNN-style text
-recognizer (conv stack, then a sequence head over the width) over `--dim width=16..256`, run at
+recognizer (conv stack, then a sequence head over the width: a 1-D convolution and a
+bidirectional LSTM, a loop group over a symbolic number of steps) over `--dim width=16..256`, run at
 widths 48, 100 and 256 (its input's width is its innermost axis). Each output must match
 PyTorch within 1e-4 relative to its largest magnitude, at that shape. Then the refusals: a batch
 outside the bounds, a --dim range with min > max, a symbol no input defines.
@@ -30,7 +31,8 @@ WIDTHS = (48, 100, 256)
 class Crnn(torch.nn.Module):
     """A CRNN-style text recognizer over a 32-pixel-high line of any width: a conv stack that
     halves the height four times and the width twice, then a sequence head over the width (a
-    width-wise 1-D convolution and a linear layer per position, CTC-style log-probabilities)."""
+    width-wise 1-D convolution, a bidirectional LSTM and a linear layer per position, CTC-style
+    log-probabilities)."""
 
     def __init__(self, classes=37):
         super().__init__()
@@ -42,7 +44,8 @@ class Crnn(torch.nn.Module):
         self.features = torch.nn.Sequential(*block(1, 16, (2, 2)), *block(16, 32, (2, 2)),
                                             *block(32, 64, (2, 1)), *block(64, 64, (2, 1)))
         self.context = torch.nn.Conv1d(128, 96, 3, padding=1)
-        self.head = torch.nn.Linear(96, classes)
+        self.rnn = torch.nn.LSTM(96, 64, bidirectional=True)
+        self.head = torch.nn.Linear(128, classes)
         # Peaked log-probabilities (the default init leaves them near -log(classes) everywhere,
         # where a 1e-4 relative check sees little of the signal).
         torch.nn.init.normal_(self.head.weight, std=0.5)
@@ -51,7 +54,8 @@ class Crnn(torch.nn.Module):
         f = self.features(x)                       # [n, 64, 2, w / 4]
         f = f.flatten(1, 2)                        # [n, 128, w / 4]
         f = torch.relu(self.context(f))            # [n, 96, w / 4]
-        return self.head(f.permute(2, 0, 1)).log_softmax(-1)  # [w / 4, n, classes]
+        f, _ = self.rnn(f.permute(2, 0, 1))        # [w / 4, n, 128]
+        return self.head(f).log_softmax(-1)        # [w / 4, n, classes]
 
 
 def run(cmd, expect_ok=True):

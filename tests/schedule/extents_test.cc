@@ -144,6 +144,50 @@ TEST(Extents, ASymbolicAxisMergedInsideAnotherIsRefusedNamingTheNode) {
   }
 }
 
+// A loop over a symbolic batch whose state starts from zeros of the batch's bound (a recurrence
+// with no initial state): the state, its final value and the stacked rows hold the batch's
+// extent, which the next value gives.
+TEST(Extents, ALoopStateStartingFromZerosHoldsItsNextValuesSymbolicBatch) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 3});
+  g.set_axis_symbol("x", 0, g.add_symbol("batch", 1, 6));
+  Tensor zeros = Tensor::full(g, {6, 3}, 0.0, dtypes::float32);
+  int loop = g.begin_loop("node 'acc'", Tensor::full(g, {}, 4, dtypes::int64).uop(), 4);
+  Tensor h(&g, g.add_loop_state(loop, zeros.uop()));
+  Tensor next = h.add(x).tanh();
+  std::vector<const UOp*> out = g.end_loop(loop, {next.uop()}, {next.uop()});
+  g.add_output("h", out[0]);
+  g.add_output("rows", out[1]);
+  Extents e = compute_extents(g);
+  ASSERT_TRUE(e.symbolic(out[0]));
+  EXPECT_EQ(eval_extent(e.axis(out[0], 0), {5, 0, 0}), 5);
+  EXPECT_EQ(eval_extent(e.axis(out[0], 1), {5, 0, 0}), 3);
+  EXPECT_EQ(eval_extent(e.axis(out[1], 0), {5, 0, 0}), 4);  // every iteration: static rows
+  EXPECT_EQ(eval_extent(e.axis(out[1], 1), {5, 0, 0}), 5);
+}
+
+// A state whose next value holds other rows than its symbolic initial value (the smaller of two
+// symbols) changes its shape between iterations: refused naming the loop.
+TEST(Extents, ALoopStateWhoseNextValueShrinksIsRefused) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {6, 3});
+  Tensor y = Tensor::input(g, "y", dtypes::float32, {6, 3});
+  g.set_axis_symbol("x", 0, g.add_symbol("batch", 2, 6));
+  g.set_axis_symbol("y", 0, g.add_symbol("other", 2, 6));
+  int loop = g.begin_loop("node 'shrinks'", Tensor::full(g, {}, 2, dtypes::int64).uop(), 2);
+  Tensor h(&g, g.add_loop_state(loop, x.uop()));
+  Tensor next = h.add(y);
+  g.add_output("h", g.end_loop(loop, {next.uop()}, {})[0]);
+  try {
+    compute_extents(g);
+    FAIL() << "the state was accepted";
+  } catch (const Error& err) {
+    std::string m = err.what();
+    EXPECT_NE(m.find("node 'shrinks'"), std::string::npos) << m;
+    EXPECT_NE(m.find("a state keeps its shape"), std::string::npos) << m;
+  }
+}
+
 TEST(Extents, ASliceThatStopsShortOfASymbolicEndIsRefused) {
   Graph g;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 16});
