@@ -198,8 +198,8 @@ std::pair<Tensor, Tensor> step(Cell cell, const Sequence& s, const Direction& d,
 // copies of the states and a group boundary, but its few kernels stay in the caches and it
 // compiles once. Measured (LSTM, hidden 128, batch 1, one thread, AMD EPYC): the group is
 // slower at 8 and 16 steps (0.024 against 0.019 ms at 8), as fast or faster from 24 (0.73
-// against 1.10 ms at 256), and the benchmark's LSTM and GRU models (40 and 50 steps) run as
-// fast as unrolled and compile in 0.6 s instead of 1.0 and 4.6 s.
+// against 1.10 ms at 256), and the benchmark's LSTM and GRU models (40 and 50 steps) run at
+// least as fast as unrolled and compile in 0.6 s instead of 1.0 and 4.6 s.
 constexpr int64_t kMaxUnrolledSteps = 16;
 
 // The input projection of every step in one GEMM, both biases folded into it: (T, B, G*H).
@@ -214,8 +214,8 @@ Tensor project(Cell cell, const Sequence& s, const Direction& d) {
       .reshape({s.t, s.b, d.w.dim(0)});
 }
 
-// Step t's output row and the held states under sequence_lens (`t` an int64 scalar tensor, or
-// the step as a number when unrolled).
+// A step's output row and next states under sequence_lens: `live` (B,) says which batch rows
+// are still inside their sequence; the others output zeros and hold their states.
 struct Masked {
   Tensor y, h, c;
 };
