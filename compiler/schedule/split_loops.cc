@@ -11,6 +11,8 @@ namespace kiln {
 
 namespace {
 
+constexpr int64_t kMinStaticSplit = 64;
+
 // Divisions and remainders in `ast` whose dividend depends on a range (index arithmetic).
 int64_t index_divisions(const UOp* ast) {
   int64_t n = 0;
@@ -52,10 +54,8 @@ const UOp* split_loops(const UOp* ast) {
     int64_t before = index_divisions(cur);
     if (before == 0) break;
     for (const UOp* r : cur->toposort()) {
-      // Symbolic loops only, for now: the static kernels keep the shapes their heuristics were
-      // measured on (a static 196-tile loop read as r / 14, r % 14 vectorizes well enough).
-      if (r->op != Op::RANGE || r->range().kind != AxisKind::Loop || r->src[0]->op == Op::CONST)
-        continue;
+      if (r->op != Op::RANGE || r->range().kind != AxisKind::Loop) continue;
+      bool fixed = r->src[0]->op == Op::CONST;
       // The divisors the kernel applies to r itself, largest first.
       std::vector<int64_t> divisors;
       for (const UOp* u : cur->toposort())
@@ -63,12 +63,18 @@ const UOp* split_loops(const UOp* ast) {
             u->src[1]->op == Op::CONST && u->src[1]->cval().i > 1)
           divisors.push_back(u->src[1]->cval().i);
       std::sort(divisors.rbegin(), divisors.rend());
-      for (int64_t c : divisors)
+      for (int64_t c : divisors) {
+        // A static loop splits only by a divisor of at least kMinStaticSplit (a batch merged
+        // with a Winograd transform's tiles, r / 196): the static kernels keep the shapes their
+        // heuristics were measured on where the divisor is a row (r / 14, r % 14 over 196
+        // positions vectorizes well enough).
+        if (fixed && c < kMinStaticSplit) continue;
         if (const UOp* s = split(cur, r, c, before)) {
           cur = s;
           step = true;
           break;
         }
+      }
       if (step) break;
     }
   }
