@@ -20,6 +20,15 @@ int64_t index_divisions(const UOp* ast) {
   return n;
 }
 
+// The ends of the kernel's loops, sorted.
+std::vector<std::string> range_ends(const UOp* ast) {
+  std::vector<std::string> ends;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::RANGE) ends.push_back(render(u->src[0]));
+  std::sort(ends.begin(), ends.end());
+  return ends;
+}
+
 // y[b * c + j, k] = x[b, k, j]: the output loop over b * c rows reads x at r / c and r % c.
 void build(Graph& g, int64_t n, int64_t c = 4) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {n, 6, c});
@@ -34,11 +43,7 @@ TEST(SplitLoops, ASymbolicLoopReadThroughDivisionsBecomesTwoLoops) {
   ASSERT_EQ(p.programs.size(), 1u);
   const UOp* ast = p.programs[0].ast;
   EXPECT_EQ(index_divisions(ast), 0) << "the split left divisions";
-  std::vector<std::string> ends;
-  for (const UOp* u : ast->toposort())
-    if (u->op == Op::RANGE) ends.push_back(render(u->src[0]));
-  std::sort(ends.begin(), ends.end());
-  EXPECT_EQ(ends, (std::vector<std::string>{"4", "6", "batch"}));
+  EXPECT_EQ(range_ends(ast), (std::vector<std::string>{"4", "6", "batch"}));
   JitProgram jit(p, TargetInfo::host());
   for (int64_t n : {1, 3, 8}) {
     Graph st;
@@ -75,11 +80,7 @@ TEST(SplitLoops, AStaticLoopReadThroughAWholeTileCountSplits) {
   ASSERT_EQ(p.programs.size(), 1u);
   const UOp* ast = p.programs[0].ast;
   EXPECT_EQ(index_divisions(ast), 0) << "the split left divisions";
-  std::vector<std::string> ends;
-  for (const UOp* u : ast->toposort())
-    if (u->op == Op::RANGE) ends.push_back(render(u->src[0]));
-  std::sort(ends.begin(), ends.end());
-  EXPECT_EQ(ends, (std::vector<std::string>{"196", "3", "6"}));
+  EXPECT_EQ(range_ends(ast), (std::vector<std::string>{"196", "3", "6"}));
   JitProgram jit(p, TargetInfo::host());
   auto inputs = testing::random_inputs(g, 3);
   EagerEvaluator ev(g, inputs);
