@@ -334,11 +334,11 @@ Extents compute_extents(Graph& g) {
   return e;
 }
 
-const UOp* axis_extent(Graph& g, const UOp* node, size_t axis) {
+std::vector<const UOp*> extents_now(Graph& g, const UOp* node) {
   Extents e;
   e.ctx_ = &g.ctx();
   if (!g.symbols().empty()) ExtentAnalysis(g, e).run(node);
-  return e.axis(node, axis);
+  return e.of(node);
 }
 
 }  // namespace kiln

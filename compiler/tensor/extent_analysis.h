@@ -37,11 +37,7 @@ class Extents {
  private:
   friend Extents compute_extents(Graph& g);
 
-  // The extent of axis `axis` of `node` in the graph built so far: an importer's question while it
-  // builds (a recurrence over a symbolic sequence runs as many steps as the axis holds). Throws as
-  // compute_extents does.
-  const UOp* axis_extent(Graph& g, const UOp* node, size_t axis);
-  friend const UOp* axis_extent(Graph& g, const UOp* node, size_t axis);
+  friend std::vector<const UOp*> extents_now(Graph& g, const UOp* node);
   friend class ExtentAnalysis;
   Context* ctx_ = nullptr;
   std::unordered_map<const UOp*, std::vector<const UOp*>> dynamic_;
@@ -55,9 +51,9 @@ int64_t eval_extent(const UOp* e, const std::vector<int64_t>& vars);
 // (and its model origin) for a shape the rules refuse. A graph without symbols has none.
 Extents compute_extents(Graph& g);
 
-// The extent of axis `axis` of `node` in the graph built so far: an importer's question while it
-// builds (a recurrence over a symbolic sequence runs as many steps as the axis holds). Throws as
+// The extents of `node`'s axes in the graph built so far: an importer's question while it builds
+// (a recurrence over a symbolic sequence runs as many steps as its time axis holds). Throws as
 // compute_extents does.
-const UOp* axis_extent(Graph& g, const UOp* node, size_t axis);
+std::vector<const UOp*> extents_now(Graph& g, const UOp* node);
 
 }  // namespace kiln

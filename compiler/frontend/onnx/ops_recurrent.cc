@@ -398,8 +398,9 @@ V recurrent(NodeContext& n, Cell cell) {
     ds.push_back(std::move(d));
   }
   // The steps the time axis holds at run time: its size, or an expression over symbols.
-  const UOp* steps = axis_extent(n.graph(), s.x.uop(), 0);
-  s.symbolic_batch = axis_extent(n.graph(), s.x.uop(), 1)->op != Op::CONST;
+  std::vector<const UOp*> x_extents = extents_now(n.graph(), s.x.uop());
+  const UOp* steps = x_extents[0];
+  s.symbolic_batch = x_extents[1]->op != Op::CONST;
   bool symbolic = steps->op != Op::CONST;
   if (!symbolic && s.t == 0) n.invalid("X has no time steps");
   std::vector<std::tuple<Tensor, Tensor, Tensor>> runs;
