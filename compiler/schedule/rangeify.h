@@ -1,7 +1,11 @@
 // Rangeify: the lazy tensor graph becomes kernels. Movement ops become index arithmetic over
 // explicit RANGE loops (PAD becomes gated loads, RESHAPE div/mod index math cleaned by the
 // simplifier); the fusion policy decides which nodes are materialized; every materialized node
-// is one kernel that ends in a STORE (the kernel split).
+// is one kernel that ends in a STORE (the kernel split). A materialized node may store into a
+// region of another's buffer instead: a concatenation's parts into their regions of it, a padded
+// map's interior (the kernel computing a convolution's output stores it into the padded map the
+// next window reads; one kernel per padded axis then stores the fill value into its slab of the
+// border, labelled "(border)").
 //
 // A kernel AST is SINK(STORE(INDEX(DEFINE_GLOBAL 0, idx), value)). DEFINE_GLOBAL i is the
 // kernel's argument i (0 = the output, then the buffers it reads, in order of first use).

@@ -42,7 +42,9 @@ def main():
               f"{name} --version: {r.stdout.strip()!r}")
 
     r = run([kiln_run, pkg, "--info"])
-    check(r.returncode == 0 and "launches: 10" in r.stdout and "c1+r1+p1" in r.stdout
+    # 11 launches: `kilnc plan` (c2's padded input is stored by p1's kernel, its border by two)
+    check(r.returncode == 0 and "launches: 11" in r.stdout and "c1+r1+p1" in r.stdout
+          and "c2 (border)" in r.stdout
           and "not set" not in r.stderr, "kiln-run --info prints the launches and runs nothing")
 
     bad = os.path.join(work, "small.npy")

@@ -319,18 +319,91 @@ TEST(PlanGolden, AConvolutionsEpilogueStaysWithItAndIsNotRecomputedByTheNextOne)
   Tensor a = relu(conv3x3(g, x, 8, "w1").add(1.0));
   g.add_output("y", conv3x3(g, a, 8, "w2").uop());
   Plan p = testing::plan_and_check(g);
-  // pad(x), relu(conv1 + 1), pad(a), conv2: each convolution once, in a kernel of its own.
-  ASSERT_EQ(p.launches.size(), 4u);
+  // pad(x); relu(conv1 + 1) stored into the interior of pad(a), whose border two kernels fill
+  // (its padded rows, its padded columns); conv2: each convolution once, in a kernel of its own.
+  ASSERT_EQ(p.launches.size(), 5u);
   int convs = 0;
   for (const Launch& l : p.launches) {
     EXPECT_LE(reductions_in(p, l), 1) << l.what;
     convs += reductions_in(p, l);
   }
   EXPECT_EQ(convs, 2);
+  // The epilogue is computed by conv1's kernel, which stores it into the padded map conv2 reads.
   bool epilogue_kept = false;
   for (const auto& line : p.fusion_log)
-    epilogue_kept |= line.find("epilogue of a reduction") != std::string::npos;
+    epilogue_kept |= line.find("stored into the interior of the padded map") != std::string::npos;
   EXPECT_TRUE(epilogue_kept);
+}
+
+// The launches writing buffer `b`, in launch order.
+std::vector<const Launch*> writers_of(const Plan& p, int b) {
+  std::vector<const Launch*> w;
+  for (const Launch& l : p.launches)
+    if (l.args[0] == b) w.push_back(&l);
+  return w;
+}
+
+int buffer_shaped(const Plan& p, const Shape& s) {
+  for (const PlanBuffer& b : p.buffers)
+    if (b.shape == s) return b.id;
+  return -1;
+}
+
+// A convolution's output padded for the next window (a max pool's -inf border, a depthwise
+// convolution's zeros) is stored by the convolution's kernel straight into the padded map's
+// interior; one kernel per padded axis writes the fill value into its part of the border, and
+// nothing copies the map. plan_and_check's interpreter poisons every buffer first, so a border
+// left unwritten, or a fill value other than the pad's, fails the comparison with the graph.
+TEST(PlanGolden, APaddedMapsInteriorIsStoredByTheKernelComputingIt) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 9, 9});
+  Tensor w1 = Tensor::weight(g, "w1", filled(dtypes::float32, {8, 4, 1, 1}, -0.1));
+  Tensor a = relu(conv(x, w1, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).add(-0.3));
+  Tensor pooled = max_pool(a, {{3, 3}, {2, 2}, {{1, 2}, {1, 0}}, {}, false, false});  // (1,8,5,4)
+  Tensor wd = Tensor::weight(g, "wd", filled(dtypes::float32, {8, 1, 3, 3}, 0.2));
+  Tensor w2 = Tensor::weight(g, "w2", filled(dtypes::float32, {8, 4, 1, 1}, 0.1));
+  Tensor b = conv(x, w2, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).mul(0.5);
+  Tensor dw = conv(b, wd, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 8});
+  g.add_output("pooled", pooled.uop());
+  g.add_output("dw", dw.uop());
+  Plan p = testing::plan_and_check(g);
+  for (const Shape& padded : {Shape{1, 8, 12, 10}, Shape{1, 8, 11, 11}}) {
+    int buf = buffer_shaped(p, padded);
+    ASSERT_GE(buf, 0) << shape_str(padded);
+    auto w = writers_of(p, buf);
+    // The convolution, then the padded rows and the padded columns.
+    ASSERT_EQ(w.size(), 3u) << shape_str(padded);
+    EXPECT_EQ(reductions_in(p, *w[0]), 1) << w[0]->what;
+    for (size_t i = 1; i < 3; ++i) {
+      const UOp* ast = p.programs[static_cast<size_t>(w[i]->program)].ast;
+      EXPECT_EQ(count_ops(ast, Op::LOAD), 0) << w[i]->what << " stores the fill, reads nothing";
+      EXPECT_EQ(w[i]->args.size(), 1u);
+    }
+  }
+  for (const PlanBuffer& b : p.buffers)
+    EXPECT_FALSE(b.kind == BufferKind::Intermediate && b.shape == Shape({1, 8, 9, 9}))
+        << "no unpadded copy of either map: " << b.name;
+  int in_place = 0;
+  for (const auto& line : p.fusion_log)
+    in_place += line.find("stored into the interior of the padded map") != std::string::npos;
+  EXPECT_EQ(in_place, 2);
+}
+
+// A map something else reads too (here a graph output) has a buffer of its own, and its padded
+// copy is written by a kernel that reads it.
+TEST(PlanGolden, APaddedMapReadElsewhereIsCopiedWithItsBorder) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
+  Tensor w1 = Tensor::weight(g, "w1", filled(dtypes::float32, {4, 4, 1, 1}, 0.1));
+  Tensor a = relu(conv(x, w1, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}));
+  g.add_output("a", a.uop());
+  g.add_output("pooled", max_pool(a, {{3, 3}, {1, 1}, {{1, 1}, {1, 1}}, {}, false, false}).uop());
+  Plan p = testing::plan_and_check(g);
+  int buf = buffer_shaped(p, {1, 4, 10, 10});
+  ASSERT_GE(buf, 0);
+  auto w = writers_of(p, buf);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(count_ops(p.programs[static_cast<size_t>(w[0]->program)].ast, Op::LOAD), 1);
 }
 
 TEST(PlanGolden, AResidualBlockOutputReadTwiceIsComputedOnce) {
