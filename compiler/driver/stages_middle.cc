@@ -63,6 +63,7 @@ void import_run(Compilation& c) {
   ModelOptions model = c.options.model;
   model.lowering.weight_panel = weight_panel_for(c.target.vector_bytes());
   model.lowering.machine_balance = c.target.machine_balance();
+  model.lowering.vector_bytes = c.target.vector_bytes();
   load_model(c.model_path, *c.a.graph, model);
   std::vector<uint8_t> bytes = read_file(c.model_path);
   Sha256 h;

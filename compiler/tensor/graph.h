@@ -99,6 +99,9 @@ struct LoweringOptions {
   // AVX2 and NEON, 16 on AVX-512), so that one vector load reads one panel row, not two halves
   // put together by a shuffle. The driver sets it from the target before importing.
   int64_t weight_panel = 8;
+  // The target's vector register in bytes (TargetInfo::vector_bytes; 32 is AVX2's): rangeify
+  // stores a padded map's interior in place only when its rows are whole vectors.
+  int64_t vector_bytes = 32;
   // The target's flops per byte streamed from memory (TargetInfo::machine_balance; 6.4 is an
   // AVX2 core's): Winograd's larger weights are weighed against the flops it saves with it.
   double machine_balance = 6.4;
