@@ -226,13 +226,18 @@ std::string silu_assembly(const Cpu& c) {
 // exp (here inside SiLU) takes its exponent k from the low bits of x log2(e) + 1.5 * 2^23, the
 // sum that rounds it: no conversion and no clamps (a vector llvm.fptosi.sat had been scalarized
 // by LLVM's x86 backend into one vcvttss2si per lane, and the clamped vector conversion cost 6
-// of a SiLU vector's ~45 instructions).
+// of a SiLU vector's ~45 instructions). AVX2 scales by 2^k built in the exponent field; AVX-512
+// scales by the rounded float itself with one vscalefps (instead of eight instructions: SiLU
+// after a 16 -> 96 convolution at 112x112, 0.235 -> 0.21 ms on an AMD EPYC), and builds no 2^k.
 TEST(CodegenShape, ExpReadsItsExponentFromTheRoundingSum) {
   for (const Cpu& c : kCpus) {
     std::string asm_text = silu_assembly(c);
+    bool avx512 = c.vector_bytes == 64;
     EXPECT_EQ(count_matches(asm_text, "cvttss2si"), 0) << c.name;
     EXPECT_EQ(count_matches(asm_text, "vcvttps2dq"), 0) << c.name;
-    EXPECT_GT(count_matches(asm_text, "vpslld\\s+\\$23"), 0) << c.name;  // 2^k's exponent field
+    // 2^k's exponent field
+    EXPECT_EQ(count_matches(asm_text, "vpslld\\s+\\$23") > 0, !avx512) << c.name;
+    EXPECT_EQ(count_matches(asm_text, "vscalefps\\s+%zmm") > 0, avx512) << c.name;
   }
 }
 

@@ -1,5 +1,7 @@
 #include "compiler/codegen/llvm/mathlib.h"
 
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
 
 #include <cmath>
@@ -28,6 +30,57 @@ std::vector<double> as_float(std::span<const double> c) {
   return r;
 }
 
+// AVX-512's vscalefps: p * 2^floor(kf) in one instruction, rounded once (a subnormal result
+// too, as ldexp's two products round it), in place of ldexp's eight (a split exponent, two
+// powers of two built from integer lanes, two products). For float vectors of 16 lanes, or of 8
+// and 4 with AVX512VL, and wider ones in such pieces, where build_module allows it (the module
+// flag kMathlibScalefFlag: 1 = 512-bit, 2 = also 256- and 128-bit); nullptr elsewhere.
+llvm::Value* scalef(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* kf) {
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(p->getType());
+  if (!vt || !vt->getElementType()->isFloatTy()) return nullptr;
+  llvm::Module* mod = b.GetInsertBlock()->getModule();
+  auto* flag =
+      llvm::mdconst::extract_or_null<llvm::ConstantInt>(mod->getModuleFlag(kMathlibScalefFlag));
+  if (!flag) return nullptr;
+  unsigned n = vt->getNumElements(), piece = 0;
+  if (n % 16 == 0)
+    piece = 16;
+  else if (flag->getZExtValue() >= 2 && (n % 8 == 0 || n == 4))
+    piece = n % 8 == 0 ? 8 : 4;
+  if (piece == 0) return nullptr;
+  llvm::Intrinsic::ID id = piece == 16  ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
+                           : piece == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256
+                                        : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
+  llvm::Function* fn = llvm::Intrinsic::getDeclaration(mod, id);
+  auto* pty = llvm::FixedVectorType::get(vt->getElementType(), piece);
+  std::vector<llvm::Value*> parts;
+  for (unsigned at = 0; at < n; at += piece) {
+    auto lanes = [&](llvm::Value* v) {
+      if (piece == n) return v;
+      std::vector<int> idx(piece);
+      for (unsigned i = 0; i < piece; ++i) idx[i] = static_cast<int>(at + i);
+      return b.CreateShuffleVector(v, idx);
+    };
+    // (x, k, pass-through, all lanes, and for 512 bits the current rounding mode: 4)
+    std::vector<llvm::Value*> args = {lanes(p), lanes(kf), llvm::PoisonValue::get(pty),
+                                      b.getIntN(piece == 16 ? 16 : 8, ~uint64_t{0})};
+    if (piece == 16) args.push_back(b.getInt32(4));
+    parts.push_back(b.CreateCall(fn, args));
+  }
+  while (parts.size() > 1) {  // concatenated pairwise, in lane order
+    std::vector<llvm::Value*> joined;
+    for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+      unsigned w = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
+      std::vector<int> idx(2 * w);
+      for (unsigned j = 0; j < 2 * w; ++j) idx[j] = static_cast<int>(j);
+      joined.push_back(b.CreateShuffleVector(parts[i], parts[i + 1], idx));
+    }
+    if (parts.size() % 2) joined.push_back(parts.back());
+    parts = joined;
+  }
+  return parts[0];
+}
+
 llvm::Value* exp2_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   MathBuilder m(b, x->getType());
   llvm::Value* xc = m.sel(b.CreateFCmpOGT(x, m.f(129)), m.f(129),
@@ -36,7 +89,8 @@ llvm::Value* exp2_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* r = m.sub(xc, kf);
   static const std::vector<double> c = as_float(taylor_exp(7, kLn2));
   llvm::Value* p = m.poly(r, c);
-  llvm::Value* res = m.ldexp(p, m.to_int(kf));
+  llvm::Value* res = scalef(b, p, kf);
+  if (!res) res = m.ldexp(p, m.to_int(kf));
   res = m.sel(b.CreateFCmpOGE(x, m.f(128)), m.inf(), res);
   return m.sel(b.CreateFCmpOLT(x, m.f(-151)), m.f(0), res);
 }
@@ -180,12 +234,13 @@ llvm::Value* exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* magic = m.f(12582912.0);
   llvm::Value* t = m.add(m.mul(x, m.f(static_cast<float>(kLog2e))), magic);
   llvm::Value* kf = m.sub(t, magic);
-  llvm::Value* k = b.CreateSub(m.to_int_bits(t), m.to_int_bits(magic));
   llvm::Value* r = m.fma(b.CreateFNeg(kf), m.f(kLn2HiF), x);
   r = m.fma(b.CreateFNeg(kf), m.f(static_cast<float>(kLn2LoF)), r);
   static const std::vector<double> c = as_float(taylor_exp(7, 1.0));
   llvm::Value* p = m.poly(r, c);
-  llvm::Value* res = m.ldexp(p, k);
+  // (Where kf is garbage, so is the scaled result, which the selects below replace.)
+  llvm::Value* res = scalef(b, p, kf);
+  if (!res) res = m.ldexp(p, b.CreateSub(m.to_int_bits(t), m.to_int_bits(magic)));
   res = m.sel(b.CreateFCmpOGT(x, m.f(88.72283172607421875)), m.inf(), res);
   return m.sel(b.CreateFCmpOLT(x, m.f(-103.97208404541015625)), m.f(0), res);
 }

@@ -4,7 +4,8 @@
 // on a million points per function (tests/codegen/mathlib_test.cc).
 //
 //   exp, exp2        Cody-Waite reduction, degree-7 polynomial, exact scaling (subnormal results
-//                    rounded once); overflow to +inf, underflow to +0, NaN propagates
+//                    rounded once; one vscalefps on AVX-512); overflow to +inf, underflow to +0,
+//                    NaN propagates
 //   log, log2        exponent/mantissa split (subnormal inputs normalized), atanh series;
 //                    log(0) = -inf, log(x<0) = NaN, log(+inf) = +inf
 //   sin, cos         reduction by pi/2 in double (Cody-Waite below 2^19, Payne-Hanek with 144
@@ -23,6 +24,10 @@
 #include "compiler/ir/ops.h"
 
 namespace kiln::mathlib {
+
+// The module flag through which build_module lets exp and exp2 scale by AVX-512's vscalefps:
+// 1 with AVX512F (16-lane vectors), 2 with AVX512VL as well (8- and 4-lane ones too).
+inline constexpr const char* kMathlibScalefFlag = "kiln.x86-scalef";
 
 // A call of kiln's `op` on float32 operands (scalar or vector; `y` only for POW). The function is
 // created in the current module on first use, with internal linkage.

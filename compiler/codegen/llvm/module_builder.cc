@@ -10,6 +10,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "compiler/codegen/llvm/kernel_emitter.h"
+#include "compiler/codegen/llvm/mathlib.h"
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
 
@@ -23,6 +24,9 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
   m->setTargetTriple(t.triple());
   m->setDataLayout(t.machine().createDataLayout());
+  if (t.is_x86() && t.has_feature("avx512f"))
+    m->addModuleFlag(llvm::Module::Warning, mathlib::kMathlibScalefFlag,
+                     t.has_feature("avx512vl") ? 2 : 1);
   std::vector<llvm::Constant*> entries;
   for (const CodegenKernel& k : kernels) {
     KernelFunctions f = emit_kernel(*m, k);
