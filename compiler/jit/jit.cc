@@ -68,9 +68,15 @@ T check(llvm::Expected<T> e, const char* what) {
 JitKernels::JitKernels(const std::vector<CodegenKernel>& kernels, const TargetInfo& host)
     : JitKernels(std::make_unique<llvm::LLVMContext>(), nullptr, kernels, host) {}
 
-JitKernels::JitKernels(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> m,
+JitKernels::JitKernels(std::unique_ptr<llvm::LLVMContext> context,
+                       std::unique_ptr<llvm::Module> module,
                        const std::vector<CodegenKernel>& kernels, const TargetInfo& host)
     : impl_(std::make_unique<Impl>()) {
+  // Locals, declared context first: on an exception (a module that does not verify) the module
+  // is destroyed before its context. The parameters' order of destruction is the caller's, and
+  // a module outliving its context crashed `kilnc --beam` instead of reporting the error.
+  std::unique_ptr<llvm::LLVMContext> ctx = std::move(context);
+  std::unique_ptr<llvm::Module> m = std::move(module);
   if (!host.runs_here())
     throw OptionError(Option::Target, "code for " + host.triple() + " " + host.cpu() +
                                           " does not run on this machine (the JIT runs it here)");

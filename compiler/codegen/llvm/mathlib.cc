@@ -1,5 +1,6 @@
 #include "compiler/codegen/llvm/mathlib.h"
 
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
@@ -33,8 +34,9 @@ std::vector<double> as_float(std::span<const double> c) {
 // AVX-512's vscalefps: p * 2^floor(kf) in one instruction, rounded once (a subnormal result
 // too, as ldexp's two products round it), in place of ldexp's eight (a split exponent, two
 // powers of two built from integer lanes, two products). For float vectors of 16 lanes, or of 8
-// and 4 with AVX512VL, and wider ones in such pieces, where build_module allows it (the module
-// flag kMathlibScalefFlag: 1 = 512-bit, 2 = also 256- and 128-bit); nullptr elsewhere.
+// and 4 with AVX512VL, and wider ones in such pieces (48 lanes: three), where build_module allows
+// it (the module flag kMathlibScalefFlag: 1 = 512-bit, 2 = also 256- and 128-bit); nullptr
+// elsewhere.
 llvm::Value* scalef(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* kf) {
   auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(p->getType());
   if (!vt || !vt->getElementType()->isFloatTy()) return nullptr;
@@ -45,7 +47,7 @@ llvm::Value* scalef(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* kf) {
   unsigned n = vt->getNumElements(), piece = 0;
   if (n % 16 == 0)
     piece = 16;
-  else if (flag->getZExtValue() >= 2 && (n % 8 == 0 || n == 4))
+  else if (flag->getZExtValue() >= 2 && n % 4 == 0)
     piece = n % 8 == 0 ? 8 : 4;
   if (piece == 0) return nullptr;
   llvm::Intrinsic::ID id = piece == 16  ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
@@ -67,18 +69,8 @@ llvm::Value* scalef(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* kf) {
     if (piece == 16) args.push_back(b.getInt32(4));
     parts.push_back(b.CreateCall(fn, args));
   }
-  while (parts.size() > 1) {  // concatenated pairwise, in lane order
-    std::vector<llvm::Value*> joined;
-    for (size_t i = 0; i + 1 < parts.size(); i += 2) {
-      unsigned w = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
-      std::vector<int> idx(2 * w);
-      for (unsigned j = 0; j < 2 * w; ++j) idx[j] = static_cast<int>(j);
-      joined.push_back(b.CreateShuffleVector(parts[i], parts[i + 1], idx));
-    }
-    if (parts.size() % 2) joined.push_back(parts.back());
-    parts = joined;
-  }
-  return parts[0];
+  // In lane order (any number of pieces: 48 lanes are three).
+  return llvm::concatenateVectors(b, parts);
 }
 
 llvm::Value* exp2_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
