@@ -61,7 +61,6 @@ std::string plan_kernels_text(const Plan& plan, bool with_ast) {
 void import_run(Compilation& c) {
   if (c.model_path.empty()) return;
   ModelOptions model = c.options.model;
-  model.lowering.weight_panel = weight_panel_for(c.target.vector_bytes());
   model.lowering.machine_balance = c.target.machine_balance();
   model.lowering.vector_bytes = c.target.vector_bytes();
   load_model(c.model_path, *c.a.graph, model);

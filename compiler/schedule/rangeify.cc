@@ -366,9 +366,15 @@ const UOp* Lowerer::compute(const UOp* n, const Idx& idx, const UOp* valid) {
     case Op::PAD: {
       Idx si = idx;
       const auto& p = n->varg();
-      for (size_t i = 0; i < si.size(); ++i)
-        if (p[2 * i] != 0 || p[2 * i + 1] != 0) si[i] = simplify(idx[i]->sub(p[2 * i]));
-      const UOp* cond = inside_padding(n, idx);
+      const UOp* cond = ctx_.const_bool(true);
+      for (size_t i = 0; i < si.size(); ++i) {
+        if (p[2 * i] == 0 && p[2 * i + 1] == 0) continue;
+        si[i] = simplify(idx[i]->sub(p[2 * i]));
+        // Past a symbolic axis's extent the input holds no values: the fill value, as beyond it.
+        const UOp* end = extents_.axis(s0, i)->add(p[2 * i]);
+        cond = cond->logical_and(idx[i]->ge(p[2 * i]))->logical_and(idx[i]->lt(end));
+      }
+      cond = simplify(cond);
       if (cond->is_const(0)) return n->src[1];
       const UOp* inner = lower(s0, si, simplify(valid->logical_and(cond)));
       if (cond->is_const(1)) return inner;

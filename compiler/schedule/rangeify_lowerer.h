@@ -96,7 +96,6 @@ class Lowerer {
   // ---- kernels storing into a region of another buffer (rangeify_regions.cc)
   void build_border_kernels(const UOp* p, int out);
   bool concat_in_place(const UOp* root, int out);
-  const UOp* inside_padding(const UOp* p, const Idx& idx);
   bool whole_vector_rows(const UOp* p) const;
   int realize_padding(const UOp* p);
 

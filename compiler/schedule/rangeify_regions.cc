@@ -118,20 +118,6 @@ bool Lowerer::concat_in_place(const UOp* root, int out) {
   return true;
 }
 
-// Where PAD `p`'s index `idx` falls on its input, not on the fill: every padded axis between
-// its leading pad and that plus the input's extent (past a symbolic axis's extent the input
-// holds no values: the fill, as beyond it).
-const UOp* Lowerer::inside_padding(const UOp* p, const Idx& idx) {
-  const auto& pads = p->varg();
-  const UOp* cond = ctx_.const_bool(true);
-  for (size_t i = 0; i < idx.size(); ++i) {
-    if (pads[2 * i] == 0 && pads[2 * i + 1] == 0) continue;
-    const UOp* end = extents_.axis(p->src[0], i)->add(pads[2 * i]);
-    cond = cond->logical_and(idx[i]->ge(pads[2 * i]))->logical_and(idx[i]->lt(end));
-  }
-  return simplify(cond);
-}
-
 // A padded map read in a reduction is written out with its border (lower_uncached). When its
 // interior is a value some kernel computes anyway (a convolution's output, padded for a
 // depthwise convolution or a max pool), that kernel stores it straight into the interior of

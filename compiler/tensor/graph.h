@@ -95,12 +95,11 @@ struct LoweringOptions {
   // Stride-1 3x3 convolutions with enough channels and tiles as Winograd F(4x4, 3x3): fewer
   // multiplies, weights 4x larger in the package (compiler/tensor/winograd.h).
   bool winograd = true;
-  // Lanes of a weight panel (weight_layout.h): the target's float32 vector, at least 8 (8 on
-  // AVX2 and NEON, 16 on AVX-512), so that one vector load reads one panel row, not two halves
-  // put together by a shuffle. The driver sets it from the target before importing.
-  int64_t weight_panel = 8;
-  // The target's vector register in bytes (TargetInfo::vector_bytes; 32 is AVX2's): rangeify
-  // stores a padded map's interior in place only when its rows are whole vectors.
+  // The target's vector register in bytes (TargetInfo::vector_bytes; 32 is AVX2's; the driver
+  // sets it before importing). Weight panels are its float32 lanes wide, at least 8
+  // (weight_panel_for: 8 on AVX2 and NEON, 16 on AVX-512), so that one vector load reads one
+  // panel row; rangeify stores a padded map's interior in place only when its rows are whole
+  // vectors.
   int64_t vector_bytes = 32;
   // The target's flops per byte streamed from memory (TargetInfo::machine_balance; 6.4 is an
   // AVX2 core's): Winograd's larger weights are weighed against the flops it saves with it.

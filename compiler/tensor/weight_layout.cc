@@ -13,7 +13,7 @@ bool is_constant(const Tensor& t) {
 }
 
 int64_t panel_lanes(const Graph& g, int64_t n) {
-  int64_t wide = g.lowering().weight_panel;
+  int64_t wide = weight_panel_for(g.lowering().vector_bytes);
   if (wide > kWeightPanel && n % wide == 0) return wide;
   return n % kWeightPanel == 0 ? kWeightPanel : 0;
 }
@@ -59,7 +59,8 @@ Tensor packed_in_panels(const Tensor& w, int64_t axis) {
 
 Tensor packed_in_vector_pairs(const Tensor& w, int64_t axis) {
   int64_t n = w.dim(axis);
-  int64_t pair = 2 * std::max(panel_lanes(*w.graph(), n), w.graph()->lowering().weight_panel);
+  int64_t pair = 2 * std::max(panel_lanes(*w.graph(), n),
+                              weight_panel_for(w.graph()->lowering().vector_bytes));
   if (n % pair == 0) return packed_in_panels(w, axis);
   std::vector<std::pair<int64_t, int64_t>> grow(static_cast<size_t>(w.ndim()), {0, 0}), keep;
   grow[static_cast<size_t>(axis)] = {0, pair - n % pair};

@@ -21,13 +21,14 @@ inline constexpr int64_t kCacheLineBytes = 64;
 bool is_constant(const Tensor& t);
 
 // The panel width for a target with vector registers of `vector_bytes`: its float32 lanes, at
-// least kWeightPanel (LoweringOptions::weight_panel; the driver sets it before importing).
+// least kWeightPanel (the panel width of a graph whose LoweringOptions::vector_bytes it is).
 inline int64_t weight_panel_for(int vector_bytes) {
   return vector_bytes / 4 > kWeightPanel ? vector_bytes / 4 : kWeightPanel;
 }
 
 // The panel lanes for an axis of n elements in graph g: g's panel width
-// (LoweringOptions::weight_panel) when it divides n, else kWeightPanel when that does, else 0.
+// (weight_panel_for its LoweringOptions::vector_bytes) when it divides n, else kWeightPanel when
+// that does, else 0.
 int64_t panel_lanes(const Graph& g, int64_t n);
 
 // `w` stored as (dim(axis) / lanes, the other axes in order, lanes) and read back with w's

@@ -103,7 +103,7 @@ TEST(CodegenShape, RegisterTilesUseTheTargetsVectors) {
 TEST(CodegenShape, WeightPanelsAreOneVectorWide) {
   auto inserts = [](const Cpu& c, int64_t panel) {
     Graph g;
-    g.lowering().weight_panel = panel;
+    g.lowering().vector_bytes = 4 * panel;  // panels of `panel` float32 lanes
     Tensor a = Tensor::input(g, "a", dtypes::float32, {64, 256});
     g.add_output("y", matmul(a, ramp_weight(g, "w", {256, 512}, 0.01, 7)).uop());
     std::string s = assembly_for(g, c).assembly;

@@ -26,7 +26,7 @@ std::vector<Opt> conv_kernel_opts(const Shape& x, const Shape& w, int64_t pad, i
                                   const OptTarget& t, int64_t group = 1) {
   Graph g;
   g.lowering().winograd = false;
-  g.lowering().weight_panel = panel;
+  g.lowering().vector_bytes = 4 * panel;  // panels of `panel` float32 lanes
   Tensor in = Tensor::input(g, "x", dtypes::float32, x);
   NDArray wv(dtypes::float32, w);
   g.add_output("y", conv(in, Tensor::weight(g, "w", wv), nullptr,
@@ -404,7 +404,7 @@ TEST(Heuristics, AnAxisOfHalfVectorsTakesWholeOnesWhereItsLoadsStayInBounds) {
   // A classifier's matrix-vector product (1280 -> 1000) likewise: 32 lanes, two weight streams
   // (mobilenet_v2's ran at 0.49 ms with 8 lanes, 0.27 with 32).
   Graph g;
-  g.lowering().weight_panel = 16;
+  g.lowering().vector_bytes = 64;  // 16-lane panels
   Tensor h = Tensor::input(g, "h", dtypes::float32, {1, 1280});
   NDArray w(dtypes::float32, {1280, 1000});
   g.add_output("y", matmul(h, Tensor::weight(g, "w", w)).uop());
@@ -512,7 +512,7 @@ TEST(Heuristics, WiderLanesReplaceAPaddedTile) {
   EXPECT_EQ(upcasts_of(conv_kernel_opts({1, 96, 14, 14}, {576, 96, 1, 1}, 0, 16, avx512)),
             (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 64}}));
   Graph g;
-  g.lowering().weight_panel = 16;
+  g.lowering().vector_bytes = 64;  // 16-lane panels
   Plan p = matmul_plan(g, 128, 256, 256);
   EXPECT_EQ(upcasts_of(default_opts(p.programs.at(0).ast, avx512)),
             (std::vector<Opt>{{OptKind::Upcast, 0, 8}, {OptKind::Upcast, 1, 32}}));

@@ -521,7 +521,7 @@ NDArray iota_weight(const Shape& shape) {
 // [o/lanes][c][y][x][o%lanes] holding w[o][c][y][x] and zero for the padding channels o >= co.
 void expect_panels(int64_t co, int64_t weight_panel, int64_t stored, int64_t lanes) {
   Graph g;
-  g.lowering().weight_panel = weight_panel;
+  g.lowering().vector_bytes = 4 * weight_panel;  // panels of `weight_panel` lanes
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 4, 8, 8});
   Tensor w = Tensor::weight(g, "w", iota_weight({co, 4, 3, 3}));
   g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
