@@ -204,15 +204,16 @@ class Expander {
 
   // Lanes at consecutive elements (lane l at lin0 + l) whose gates differ per lane (a padded
   // lane axis: the last lanes of a 14-wide row; a pad copy's border): one masked vector access,
-  // gated by the vector of the lanes' gates (nullptr if not of that shape).
+  // gated by the vector of the lanes' gates: the access's index (nullptr if not of that shape).
   // The gate vector is the index's gate expression expanded over the lanes (vector compares),
   // not the lanes' gates assembled one by one.
   const UOp* masked_run(const UOp* idx, Mask m, const Lanes& ls, DType el, bool load) {
     if (ls.uniform || el.is_bool() || ls.acc.size() < 4) return nullptr;
     if (idx->op != Op::WHERE || !idx->src[2]->is_invalid()) return nullptr;
-    if (!consecutive(ls, load)) return nullptr;
+    const UOp* base = run_base(ls, load);
+    if (!base) return nullptr;
     const UOp* gate = idx->src[0];
-    return convert(expand(gate), mask_of(gate), m);
+    return convert(expand(gate), mask_of(gate), m)->where(base, ctx_->invalid());
   }
 
   // Runs of an odd length (7 consecutive floats of a 7x7 map) are loaded element by element:
@@ -388,32 +389,35 @@ class Expander {
   // the row's lanes picked from it. nullptr if the row is not of that shape.
   const UOp* masked_row(const UOp* idx, const Lanes& part, Mask m, const UOp* buf, DType el,
                         const std::vector<int64_t>& pick, const UOp*& gates, bool load) {
-    if (!consecutive(part, load) || el.is_bool() || idx->op != Op::WHERE ||
-        !idx->src[2]->is_invalid())
-      return nullptr;
+    const UOp* base = run_base(part, load);
+    if (!base || el.is_bool() || idx->op != Op::WHERE || !idx->src[2]->is_invalid()) return nullptr;
     if (!gates) gates = convert(expand(idx->src[0]), mask_of(idx->src[0]), m);
     const UOp* g =
         ctx_->make(Op::GEP, vec(dtypes::bool_, static_cast<int64_t>(pick.size())), {gates}, pick);
-    return ctx_->make(Op::INDEX, buf->dtype, {buf, g->where(part.acc[0].lin, ctx_->invalid())});
+    return ctx_->make(Op::INDEX, buf->dtype, {buf, g->where(base, ctx_->invalid())});
   }
 
-  // Every lane has an address, lane l at the first lane's plus l (gates may differ). For a load
-  // (`holes`), lanes masked off entirely (no address: a padded lane axis's last lanes, beyond
-  // the row) fit any address, since the access's gate is false there: a 14-wide row in 16 lanes
-  // is one masked load, not 14 scalar loads assembled lane by lane (a 5x5 depthwise layer at
-  // 14x14 ran at 5 GMAC/s). Stores keep their per-lane form there (masked stores are microcoded
-  // on AMD Zen; a classifier's last group ran 2x slower).
-  bool consecutive(const Lanes& ls, bool holes = false) {
-    const Access& a0 = ls.acc[0];
-    if (!a0.lin) return false;
-    for (size_t l = 0; l < ls.acc.size(); ++l) {
+  // Lane 0's element index when every lane has an address, lane l at lane 0's plus l (gates
+  // may differ); nullptr otherwise. For a load (`holes`), lanes masked off entirely (no
+  // address: a padded lane axis's last lanes, beyond the row; a window's first lane, left of a
+  // padded row) fit any address, since the access's gate is false there: a 14-wide row in 16
+  // lanes is one masked load, not 14 scalar loads assembled lane by lane (a 5x5 depthwise layer
+  // at 14x14 ran at 5 GMAC/s). Lane 0's index may then lie before the buffer: the emitter forms
+  // no address for a masked lane. Stores keep their per-lane form there (masked stores are
+  // microcoded on AMD Zen; a classifier's last group ran 2x slower).
+  const UOp* run_base(const Lanes& ls, bool holes = false) {
+    size_t first = 0;
+    while (holes && first < ls.acc.size() && !ls.acc[first].lin) ++first;
+    if (first == ls.acc.size() || !ls.acc[first].lin) return nullptr;
+    const UOp* base = simplify(ls.acc[first].lin->sub(static_cast<int64_t>(first)));
+    for (size_t l = first + 1; l < ls.acc.size(); ++l) {
       const Access& a = ls.acc[l];
       if (!a.lin && holes) continue;
-      if (!a.lin) return false;
-      const UOp* d = simplify(a.lin->sub(a0.lin));
-      if (d->op != Op::CONST || d->cval().i != static_cast<int64_t>(l)) return false;
+      if (!a.lin) return nullptr;
+      const UOp* d = simplify(a.lin->sub(base));
+      if (d->op != Op::CONST || d->cval().i != static_cast<int64_t>(l)) return nullptr;
     }
-    return true;
+    return base;
   }
 
   const UOp* expand_load(const UOp* ld) {
@@ -426,10 +430,8 @@ class Expander {
     DType el = ld->dtype.base();
     const UOp* out = uniform_load(ls, buf, n, el);
     if (!out) {
-      if (const UOp* gate = masked_run(index->src[1], m, ls, el, true))
-        return ctx_->make(Op::LOAD, vec(el, n),
-                          {ctx_->make(Op::INDEX, buf->dtype,
-                                      {buf, gate->where(ls.acc[0].lin, ctx_->invalid())})});
+      if (const UOp* at = masked_run(index->src[1], m, ls, el, true))
+        return ctx_->make(Op::LOAD, vec(el, n), {ctx_->make(Op::INDEX, buf->dtype, {buf, at})});
       out = row_loads(index->src[1], ls, m, buf, n, el);
       if (!out) out = masked_strided_load(index->src[1], m, ls, buf, n, el);
     }
@@ -476,11 +478,9 @@ class Expander {
       }
       return out;
     }
-    if (const UOp* gate = masked_run(index->src[1], mi, ls, el, false))
-      return {ctx_->make(
-          Op::STORE, dtypes::void_,
-          {ctx_->make(Op::INDEX, buf->dtype, {buf, gate->where(ls.acc[0].lin, ctx_->invalid())}),
-           value})};
+    if (const UOp* at = masked_run(index->src[1], mi, ls, el, false))
+      return {ctx_->make(Op::STORE, dtypes::void_,
+                         {ctx_->make(Op::INDEX, buf->dtype, {buf, at}), value})};
     if (row_stores(index->src[1], ls, mi, buf, value, out)) return out;
     for (int64_t l = 0; l < n; ++l) {
       const Access& a = ls.acc[static_cast<size_t>(l)];
