@@ -15,6 +15,8 @@
 
 namespace kiln::mathlib {
 
+llvm::Value* exp_f32_of(llvm::IRBuilder<>& b, llvm::Value* x, bool nonpositive);
+
 namespace {
 
 constexpr double kLn2 = 0.69314718055994530942;
@@ -23,6 +25,17 @@ constexpr double kLog2e = 1.44269504088896340736;
 // for |k| < 256.
 constexpr double kLn2HiF = 0.693145751953125;
 constexpr double kLn2LoF = kLn2 - kLn2HiF;
+
+// c[k] * s^k: a polynomial in r turned into one in r / s (exp's fit, evaluated at r ln 2).
+std::vector<double> scaled(std::span<const double> c, double s) {
+  std::vector<double> r;
+  double p = 1.0;
+  for (double v : c) {
+    r.push_back(v * p);
+    p *= s;
+  }
+  return r;
+}
 
 // Polynomial coefficients rounded to float, so that evaluation in float uses exactly them.
 std::vector<double> as_float(std::span<const double> c) {
@@ -37,19 +50,26 @@ std::vector<double> as_float(std::span<const double> c) {
 // and 4 with AVX512VL, and wider ones in such pieces (48 lanes: three), where build_module allows
 // it (the module flag kMathlibScalefFlag: 1 = 512-bit, 2 = also 256- and 128-bit); nullptr
 // elsewhere.
-llvm::Value* scalef(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* kf) {
-  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(p->getType());
-  if (!vt || !vt->getElementType()->isFloatTy()) return nullptr;
+// The lanes of one vscalefps for values of type t (16, 8 or 4), or 0 where scalef is not used.
+unsigned scalef_piece(llvm::IRBuilder<>& b, llvm::Type* t) {
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t);
+  if (!vt || !vt->getElementType()->isFloatTy()) return 0;
   llvm::Module* mod = b.GetInsertBlock()->getModule();
   auto* flag =
       llvm::mdconst::extract_or_null<llvm::ConstantInt>(mod->getModuleFlag(kMathlibScalefFlag));
-  if (!flag) return nullptr;
-  unsigned n = vt->getNumElements(), piece = 0;
-  if (n % 16 == 0)
-    piece = 16;
-  else if (flag->getZExtValue() >= 2 && n % 4 == 0)
-    piece = n % 8 == 0 ? 8 : 4;
+  if (!flag) return 0;
+  unsigned n = vt->getNumElements();
+  if (n % 16 == 0) return 16;
+  if (flag->getZExtValue() >= 2 && n % 4 == 0) return n % 8 == 0 ? 8 : 4;
+  return 0;
+}
+
+llvm::Value* scalef(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* kf) {
+  unsigned piece = scalef_piece(b, p->getType());
   if (piece == 0) return nullptr;
+  auto* vt = llvm::cast<llvm::FixedVectorType>(p->getType());
+  unsigned n = vt->getNumElements();
+  llvm::Module* mod = b.GetInsertBlock()->getModule();
   llvm::Intrinsic::ID id = piece == 16  ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
                            : piece == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256
                                         : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
@@ -79,7 +99,7 @@ llvm::Value* exp2_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
                           m.sel(b.CreateFCmpOLT(x, m.f(-151)), m.f(-151), x));
   llvm::Value* kf = m.round_small(xc);
   llvm::Value* r = m.sub(xc, kf);
-  static const std::vector<double> c = as_float(taylor_exp(7, kLn2));
+  static const std::vector<double> c = as_float(scaled(kExpReduced, kLn2));
   llvm::Value* p = m.poly(r, c);
   llvm::Value* res = scalef(b, p, kf);
   if (!res) res = m.ldexp(p, m.to_int(kf));
@@ -152,7 +172,7 @@ llvm::Value* erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   static const std::vector<double> scaled = as_float(kErfcScaled);
   llvm::Value* small = m.mul(x, m.poly(m.mul(x, x), odd));
   llvm::Value* erfc =
-      m.mul(exp_f32(b, m.mul(m.mul(a, a), m.f(-1.0))), m.poly(m.sub(a, m.f(2.5)), scaled));
+      m.mul(exp_f32_of(b, m.mul(m.mul(a, a), m.f(-1.0)), true), m.poly(m.sub(a, m.f(2.5)), scaled));
   llvm::Value* big = m.sel(b.CreateFCmpOGE(a, m.f(3.92)), m.f(1.0), m.sub(m.f(1.0), erfc));
   big = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, x);
   return m.sel(b.CreateFCmpOLT(a, m.f(1.0)), small, big);
@@ -160,7 +180,7 @@ llvm::Value* erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
 
 llvm::Value* sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   MathBuilder m(b, x->getType());
-  llvm::Value* e = exp_f32(b, m.mul(m.fabs(x), m.f(-1.0)));
+  llvm::Value* e = exp_f32_of(b, m.mul(m.fabs(x), m.f(-1.0)), true);
   // One division, not two: 1/(1+e) for x >= 0, e/(1+e) = e * (1/(1+e)) below; a vector divide
   // is the costliest instruction here (efficientnet_b0 13.94 -> 13.77 ms). The product adds
   // half an ulp at most: 2.31 ulp measured, the test bound is 4.
@@ -217,8 +237,14 @@ llvm::Value* body_f64(llvm::IRBuilder<>& b, Op op, llvm::Value* x, llvm::Value* 
 
 }  // namespace
 
-llvm::Value* exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+// exp(x); `nonpositive`: x <= 0 or NaN (a sigmoid's exp(-|x|)).
+llvm::Value* exp_f32_of(llvm::IRBuilder<>& b, llvm::Value* x, bool nonpositive) {
   MathBuilder m(b, x->getType());
+  // Below -104 exp underflows to zero. Where vscalefps scales, an argument clamped there needs
+  // no select afterwards: p * 2^-150 is zero, where ldexp's integer exponent would wrap. (The
+  // clamp keeps a NaN: one vmaxps with the NaN passed through.) 3 of a SiLU's ~25 instructions.
+  bool clamp = nonpositive && scalef_piece(b, x->getType()) != 0;
+  if (clamp) x = m.sel(b.CreateFCmpOLT(x, m.f(-104.0f)), m.f(-104.0f), x);
   // k = round(x log2 e) by adding 1.5 * 2^23: the sum's low mantissa bits are k itself (two's
   // complement, |k| < 2^22), so k needs no conversion and no clamps (6 of a SiLU vector's ~45
   // instructions). Outside the range that matters k is garbage, and so is the scaled result:
@@ -228,13 +254,18 @@ llvm::Value* exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* kf = m.sub(t, magic);
   llvm::Value* r = m.fma(b.CreateFNeg(kf), m.f(kLn2HiF), x);
   r = m.fma(b.CreateFNeg(kf), m.f(static_cast<float>(kLn2LoF)), r);
-  static const std::vector<double> c = as_float(taylor_exp(7, 1.0));
+  static const std::vector<double> c = as_float(kExpReduced);
   llvm::Value* p = m.poly(r, c);
   // (Where kf is garbage, so is the scaled result, which the selects below replace.)
   llvm::Value* res = scalef(b, p, kf);
   if (!res) res = m.ldexp(p, b.CreateSub(m.to_int_bits(t), m.to_int_bits(magic)));
-  res = m.sel(b.CreateFCmpOGT(x, m.f(88.72283172607421875)), m.inf(), res);
+  if (clamp) return res;
+  if (!nonpositive) res = m.sel(b.CreateFCmpOGT(x, m.f(88.72283172607421875)), m.inf(), res);
   return m.sel(b.CreateFCmpOLT(x, m.f(-103.97208404541015625)), m.f(0), res);
+}
+
+llvm::Value* exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  return exp_f32_of(b, x, false);
 }
 
 bool provides(Op op) {
