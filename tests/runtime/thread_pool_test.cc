@@ -1,0 +1,91 @@
+// The runtime's thread pool (runtime/src/thread_pool.c), called directly: built only into the
+// sanitizer test binaries, which compile the runtime file by file (its functions are extern
+// there), and run under ThreadSanitizer in the suite.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+extern "C" {
+struct kiln_pool;
+typedef void (*kiln_work_fn)(void* ctx, uint32_t item);
+kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out);
+void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* pool);
+void kiln_pool_run(kiln_pool* pool, uint32_t n, kiln_work_fn fn, void* ctx);
+uint32_t kiln_pool_thread_index(void);
+}
+
+namespace {
+
+struct Record {
+  std::vector<std::atomic<int>> runs;
+  std::vector<std::atomic<uint32_t>> thread;
+  std::chrono::milliseconds each{0};
+  explicit Record(size_t n) : runs(n), thread(n) {}
+};
+
+void record(void* ctx, uint32_t item) {
+  auto* r = static_cast<Record*>(ctx);
+  r->runs[item].fetch_add(1);
+  r->thread[item].store(kiln_pool_thread_index());
+  if (r->each.count() > 0) std::this_thread::sleep_for(r->each);
+}
+
+// Every item of every job runs exactly once, whatever the item count against the threads (none,
+// fewer than the threads, not a multiple of them) and however the jobs follow each other.
+TEST(ThreadPool, EveryItemRunsOnce) {
+  for (size_t workers : {1u, 2u, 3u}) {
+    kiln_pool* pool = nullptr;
+    ASSERT_EQ(kiln_pool_create(nullptr, workers, &pool), KILN_OK);
+    for (int round = 0; round < 20; ++round)
+      for (uint32_t n : {0u, 1u, 2u, 3u, 5u, 16u, 17u, 61u}) {
+        Record r(n);
+        kiln_pool_run(pool, n, record, &r);
+        for (uint32_t i = 0; i < n; ++i)
+          ASSERT_EQ(r.runs[i].load(), 1) << workers << " workers, item " << i << " of " << n;
+      }
+    kiln_pool_destroy(nullptr, pool);
+  }
+}
+
+// Each thread starts on its own contiguous share: the caller on the first items, the worker on
+// the second half, so consecutive launches split alike keep each half of the data on one core.
+// (Items take 5 ms: the caller reaches the worker's share only after 20 ms of its own.)
+TEST(ThreadPool, EachThreadStartsOnItsOwnShare) {
+  kiln_pool* pool = nullptr;
+  ASSERT_EQ(kiln_pool_create(nullptr, 1, &pool), KILN_OK);
+  for (int round = 0; round < 3; ++round) {
+    Record r(8);
+    r.each = std::chrono::milliseconds(5);
+    kiln_pool_run(pool, 8, record, &r);
+    EXPECT_EQ(r.thread[0].load(), 0u);
+    EXPECT_EQ(r.thread[4].load(), 1u);
+    for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(r.runs[i].load(), 1);
+  }
+  kiln_pool_destroy(nullptr, pool);
+}
+
+// A thread that is held up (a slow item, a descheduled worker) holds nothing else up: the other
+// takes what is left of its share, from where it stands.
+TEST(ThreadPool, AThreadTakesWhatIsLeftOfASlowThreadsShare) {
+  kiln_pool* pool = nullptr;
+  ASSERT_EQ(kiln_pool_create(nullptr, 1, &pool), KILN_OK);
+  Record r(8);
+  kiln_pool_run(
+      pool, 8,
+      [](void* ctx, uint32_t item) {
+        record(ctx, item);
+        if (item == 4) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      },
+      &r);
+  EXPECT_EQ(r.thread[4].load(), 1u);  // the worker's first item, 100 ms long
+  for (uint32_t i : {0u, 1u, 2u, 3u, 5u, 6u, 7u}) EXPECT_EQ(r.thread[i].load(), 0u) << i;
+  for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(r.runs[i].load(), 1);
+  kiln_pool_destroy(nullptr, pool);
+}
+
+}  // namespace
