@@ -46,6 +46,27 @@ std::vector<Opt> upcasts_of(const std::vector<Opt>& opts) {
   return ups;
 }
 
+// default_opts of the kernel that writes the output of a 3x3 convolution (padding 1) of an
+// x-shaped input to `out_channels` channels: with Winograd, its output transform.
+std::vector<Opt> output_transform_opts(const Shape& x, int64_t out_channels, const OptTarget& t) {
+  Graph g;
+  g.lowering().vector_bytes = t.vector_bytes;
+  Tensor in = Tensor::input(g, "x", dtypes::float32, x);
+  NDArray w(dtypes::float32, {out_channels, x[1], 3, 3});
+  g.add_output(
+      "y",
+      conv(in, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  for (const Launch& l : p.launches)
+    if (l.args.at(0) == p.outputs.at(0)) {
+      const UOp* ast = p.programs.at(static_cast<size_t>(l.program)).ast;
+      EXPECT_TRUE(is_contraction_kernel(ast)) << "the layer did not take Winograd";
+      return default_opts(ast, t);
+    }
+  ADD_FAILURE() << "no kernel writes the output";
+  return {};
+}
+
 std::string opt_error(const UOp* ast, std::vector<Opt> opts) {
   try {
     apply_opts(ast, opts);
@@ -420,27 +441,9 @@ TEST(Heuristics, AnAxisOfHalfVectorsTakesWholeOnesWhereItsLoadsStayInBounds) {
 // of the channels gives the tasks whole planes to write (the 27-row split shared a line between
 // tasks in every plane, and ran 2x slower on 2 threads than on 1).
 TEST(Heuristics, AStoreThatScattersItsLanesKeepsTwoVectorsOfThem) {
-  auto transform_opts = [](const OptTarget& t) {
-    Graph g;
-    Tensor in = Tensor::input(g, "x", dtypes::float32, {1, 32, 27, 27});
-    NDArray w(dtypes::float32, {128, 32, 3, 3});
-    g.add_output(
-        "y",
-        conv(in, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
-    Plan p = plan_graph(g, {});
-    // The kernel that writes the output: the output transform.
-    for (const Launch& l : p.launches)
-      if (l.args.at(0) == p.outputs.at(0)) {
-        const UOp* ast = p.programs.at(static_cast<size_t>(l.program)).ast;
-        EXPECT_TRUE(is_contraction_kernel(ast)) << "the layer did not take Winograd";
-        return default_opts(ast, t);
-      }
-    ADD_FAILURE() << "no kernel writes the output";
-    return std::vector<Opt>{};
-  };
   OptTarget avx512{64, 32}, avx2{32, 16};
   for (auto [t, lanes] : {std::pair{avx512, 32}, std::pair{avx2, 16}}) {
-    std::vector<Opt> opts = transform_opts(t);
+    std::vector<Opt> opts = output_transform_opts({1, 32, 27, 27}, 128, t);
     int64_t channel_lanes = 0;
     for (const Opt& o : upcasts_of(opts))
       if (o.range_id == 0) channel_lanes = o.amount;
@@ -496,21 +499,7 @@ TEST(Heuristics, AnOuterLoopOfFewTasksGivesWayToOneOfMany) {
 TEST(Heuristics, AChannelLaneKernelOfFewTasksSplitsItsRows) {
   OptTarget avx512{64, 32};
   avx512.masked_vectors = true;
-  Graph g;
-  g.lowering().vector_bytes = 64;
-  Tensor in = Tensor::input(g, "x", dtypes::float32, {1, 16, 55, 55});
-  NDArray w(dtypes::float32, {64, 16, 3, 3});
-  g.add_output(
-      "y",
-      conv(in, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
-  Plan p = plan_graph(g, {});
-  const UOp* transform = nullptr;  // the kernel that writes the output
-  for (const Launch& l : p.launches)
-    if (l.args.at(0) == p.outputs.at(0))
-      transform = p.programs.at(static_cast<size_t>(l.program)).ast;
-  ASSERT_NE(transform, nullptr);
-  ASSERT_TRUE(is_contraction_kernel(transform)) << "the layer did not take Winograd";
-  std::vector<Opt> opts = default_opts(transform, avx512);
+  std::vector<Opt> opts = output_transform_opts({1, 16, 55, 55}, 64, avx512);
   std::vector<Opt> ups = upcasts_of(opts);
   ASSERT_FALSE(ups.empty());
   EXPECT_EQ(ups.back(), (Opt{OptKind::Upcast, 0, 32})) << format_opts(opts);  // channel lanes
