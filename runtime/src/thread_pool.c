@@ -54,7 +54,7 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Items [first, end) of n, the share of thread t of `threads`. */
+/* The first item of thread t's share of n items; its share ends where thread t + 1's starts. */
 static uint32_t share_start(uint32_t t, uint32_t n, uint32_t threads) {
   return (uint32_t)((uint64_t)t * n / threads);
 }

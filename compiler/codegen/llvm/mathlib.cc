@@ -27,7 +27,7 @@ constexpr double kLn2HiF = 0.693145751953125;
 constexpr double kLn2LoF = kLn2 - kLn2HiF;
 
 // c[k] * s^k: a polynomial in r turned into one in r / s (exp's fit, evaluated at r ln 2).
-std::vector<double> scaled(std::span<const double> c, double s) {
+std::vector<double> in_units_of(std::span<const double> c, double s) {
   std::vector<double> r;
   double p = 1.0;
   for (double v : c) {
@@ -99,7 +99,7 @@ llvm::Value* exp2_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
                           m.sel(b.CreateFCmpOLT(x, m.f(-151)), m.f(-151), x));
   llvm::Value* kf = m.round_small(xc);
   llvm::Value* r = m.sub(xc, kf);
-  static const std::vector<double> c = as_float(scaled(kExpReduced, kLn2));
+  static const std::vector<double> c = as_float(in_units_of(kExpReduced, kLn2));
   llvm::Value* p = m.poly(r, c);
   llvm::Value* res = scalef(b, p, kf);
   if (!res) res = m.ldexp(p, m.to_int(kf));
