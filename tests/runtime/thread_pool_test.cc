@@ -24,15 +24,28 @@ namespace {
 struct Record {
   std::vector<std::atomic<int>> runs;
   std::vector<std::atomic<uint32_t>> thread;
-  std::chrono::milliseconds each{0};
+  std::atomic<int64_t> first[4] = {-1, -1, -1, -1};  // the item each thread ran first
   explicit Record(size_t n) : runs(n), thread(n) {}
 };
 
 void record(void* ctx, uint32_t item) {
   auto* r = static_cast<Record*>(ctx);
+  uint32_t t = kiln_pool_thread_index();
+  int64_t none = -1;
+  if (t < 4) r->first[t].compare_exchange_strong(none, item);
+  r->thread[item].store(t);
   r->runs[item].fetch_add(1);
-  r->thread[item].store(kiln_pool_thread_index());
-  if (r->each.count() > 0) std::this_thread::sleep_for(r->each);
+}
+
+// Waits until every item in `items` has started, or 10 s have passed (then the test's
+// assertions say what went wrong, rather than the test hanging). Orders the threads without
+// timing: a loaded machine (the suite runs two tests at once) may leave a thread unscheduled
+// for tens of milliseconds.
+void await_started(const Record& r, std::initializer_list<uint32_t> items) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (uint32_t i : items)
+    while (r.runs[i].load() == 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
 }
 
 // Every item of every job runs exactly once, whatever the item count against the threads (none,
@@ -54,16 +67,25 @@ TEST(ThreadPool, EveryItemRunsOnce) {
 
 // Each thread starts on its own contiguous share: the caller on the first items, the worker on
 // the second half, so consecutive launches split alike keep each half of the data on one core.
-// (Items take 5 ms: the caller reaches the worker's share only after 20 ms of its own.)
+// (Items 0 and 4 each wait for the other to start, so neither thread can have reached the
+// other's share first, however late it is scheduled.)
 TEST(ThreadPool, EachThreadStartsOnItsOwnShare) {
   kiln_pool* pool = nullptr;
   ASSERT_EQ(kiln_pool_create(nullptr, 1, &pool), KILN_OK);
   for (int round = 0; round < 3; ++round) {
     Record r(8);
-    r.each = std::chrono::milliseconds(5);
-    kiln_pool_run(pool, 8, record, &r);
+    kiln_pool_run(
+        pool, 8,
+        [](void* ctx, uint32_t item) {
+          record(ctx, item);
+          if (item == 0) await_started(*static_cast<Record*>(ctx), {4});
+          if (item == 4) await_started(*static_cast<Record*>(ctx), {0});
+        },
+        &r);
     EXPECT_EQ(r.thread[0].load(), 0u);
     EXPECT_EQ(r.thread[4].load(), 1u);
+    EXPECT_EQ(r.first[0].load(), 0);
+    EXPECT_EQ(r.first[1].load(), 4);  // a shared counter gave the worker item 1 first
     for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(r.runs[i].load(), 1);
   }
   kiln_pool_destroy(nullptr, pool);
@@ -75,14 +97,17 @@ TEST(ThreadPool, AThreadTakesWhatIsLeftOfASlowThreadsShare) {
   kiln_pool* pool = nullptr;
   ASSERT_EQ(kiln_pool_create(nullptr, 1, &pool), KILN_OK);
   Record r(8);
+  // Item 4, the worker's first, is held until items 5 to 7 have started: only the caller can
+  // take them (items 0 and 4 wait for each other to start, as above).
   kiln_pool_run(
       pool, 8,
       [](void* ctx, uint32_t item) {
         record(ctx, item);
-        if (item == 4) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (item == 0) await_started(*static_cast<Record*>(ctx), {4});
+        if (item == 4) await_started(*static_cast<Record*>(ctx), {0, 5, 6, 7});
       },
       &r);
-  EXPECT_EQ(r.thread[4].load(), 1u);  // the worker's first item, 100 ms long
+  EXPECT_EQ(r.thread[4].load(), 1u);
   for (uint32_t i : {0u, 1u, 2u, 3u, 5u, 6u, 7u}) EXPECT_EQ(r.thread[i].load(), 0u) << i;
   for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(r.runs[i].load(), 1);
   kiln_pool_destroy(nullptr, pool);
