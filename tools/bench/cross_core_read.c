@@ -1,7 +1,11 @@
 /* How fast one core reads what another core just wrote, against what it wrote itself: the cost a
  * kernel pays at 2 threads when its tasks read a tensor the previous kernel's tasks wrote on the
  * other core. Thread 0 (pinned to CPU 0) reads a buffer of SIZE_KIB KiB after it (self) or a
- * thread on CPU 1 (other) wrote it, 200 times each, and prints both bandwidths.
+ * thread on CPU 1 (other) wrote it, 200 times each, and prints both bandwidths. Also the round
+ * trip of one cache line between the two cores (each waits for the other's store, 100000 times):
+ * on a virtual machine it depends on where the host places the vCPUs (750-1060 ns on the AMD EPYC
+ * of 2026-12-04, while kiln's 2-thread runs took 1.6x their time of an hour before), so the
+ * benchmark reports it next to every 2-thread latency.
  * Usage: cross_core_read [SIZE_KIB] (default 1024: a kernel-sized tensor that fits L2). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -77,6 +81,35 @@ static double read_gbps(int other, float* sink) {
   return (double)(n * sizeof(float)) * ROUNDS / total * 1e-9;
 }
 
+enum { PINGS = 100000 };
+static _Alignas(64) atomic_int ping;
+static _Alignas(64) atomic_int pong;
+
+static void* ponger(void* arg) {
+  (void)arg;
+  pin(1);
+  for (int i = 1; i <= PINGS; ++i) {
+    while (atomic_load(&ping) != i) {
+    }
+    atomic_store(&pong, i);
+  }
+  return NULL;
+}
+
+static double round_trip_ns(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, ponger, NULL) != 0) return -1;
+  double t0 = now_s();
+  for (int i = 1; i <= PINGS; ++i) {
+    atomic_store(&ping, i);
+    while (atomic_load(&pong) != i) {
+    }
+  }
+  double t1 = now_s();
+  pthread_join(t, NULL);
+  return (t1 - t0) / PINGS * 1e9;
+}
+
 int main(int argc, char** argv) {
   long kib = argc > 1 ? strtol(argv[1], NULL, 10) : 1024;
   if (kib <= 0) {
@@ -95,6 +128,7 @@ int main(int argc, char** argv) {
   printf("size_kib: %ld\n", kib);
   printf("read_written_by_self_gbps: %.1f\n", self);
   printf("read_written_by_other_core_gbps: %.1f\n", other);
+  printf("round_trip_ns: %.0f\n", round_trip_ns());
   printf("checksum: %g\n", (double)sink); /* keeps the sums alive */
   free(buf);
   return 0;

@@ -13,7 +13,8 @@ machine), latencies (the best of each round's repeats, median over rounds) and t
 ratio kiln/ORT. Outputs of both runtimes are
 compared in the same run. It also measures the FMA peak (tools/bench/fma_peak.c), GEMM kernels
 in GFLOP/s and as a fraction of that peak, each runtime's load-to-ready time and peak resident
-memory. The markdown table is printed, and with --write-docs written to docs/performance.md.
+memory, and around each model's 2-thread rounds the round trip of a cache line between the two
+CPUs (tools/bench/cross_core_read.c: where the host places the vCPUs sets it). The markdown table is printed, and with --write-docs written to docs/performance.md.
 
 A model named BASE_qdq (resnet18_qdq, mobilenet_v2_qdq) is BASE made int8 by
 tools/scripts/quantize.py (QDQ form, calibrated on 4 seeded random inputs); BASE_dyn
@@ -98,7 +99,8 @@ def best_latency(text):
 def build(build_dir):
     sh([os.path.join(TOP, "tools/scripts/install-deps.sh")])
     sh(["cmake", "-S", TOP, "-B", build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"])
-    sh(["cmake", "--build", build_dir, "--target", "kilnc", "kiln-run", "fma_peak"])
+    sh(["cmake", "--build", build_dir, "--target", "kilnc", "kiln-run", "fma_peak",
+        "cross_core_read"])
 
 
 def install_ort(build_dir):
@@ -140,7 +142,15 @@ def export_dynamic(name, work):
     shutil.copy(os.path.join(src, "input.npy"), os.path.join(d, "input.npy"))
 
 
-def bench_model(name, tools, work, rounds, repeat):
+def core_round_trip(build_dir):
+    """The round trip of a cache line between CPUs 0 and 1 (tools/bench/cross_core_read.c), in
+    ns. On a virtual machine it depends on where the host places the vCPUs, and 2-thread
+    latencies move with it, so each row reports what its 2-thread rounds saw."""
+    tool = os.path.join(build_dir, "tools/bench/cross_core_read")
+    return field(sh([tool, "64"]), "round_trip_ns")
+
+
+def bench_model(name, tools, work, rounds, repeat, round_trip=None):
     kilnc, kiln_run, ort_dir = tools
     if name.endswith("_qdq"):
         export_qdq(name, tools, work)
@@ -158,6 +168,7 @@ def bench_model(name, tools, work, rounds, repeat):
     row = {"model": name, "compile_s": compile_s, "package_bytes": os.path.getsize(pkg)}
     for threads in (1, 2):
         kiln_ms, ort_ms, kiln_rss, ort_rss, ready, session = [], [], [], [], [], []
+        trips = [round_trip()] if round_trip and threads == 2 else []
         for _ in range(rounds):  # alternate, so drift in machine speed hits both
             out, rss = timed([kiln_run, pkg, "--input", f"{input_name}={inp}", "--threads",
                               str(threads), "--repeat", str(repeat), "--output-dir",
@@ -171,6 +182,10 @@ def bench_model(name, tools, work, rounds, repeat):
             ort_ms.append(best_latency(out))
             session.append(field(out, "session_ms"))
             ort_rss.append(rss)
+            if trips:
+                trips.append(round_trip())
+        if trips:
+            row["round_trip_ns"] = (min(trips), max(trips))
         row[f"kiln_{threads}"] = statistics.median(kiln_ms)
         row[f"ort_{threads}"] = statistics.median(ort_ms)
         if threads == 1:
@@ -329,6 +344,13 @@ def cpu_model():
     return "unknown"
 
 
+def round_trips(row):
+    lo, hi = row.get("round_trip_ns", (0, 0))
+    if not hi:
+        return "-"
+    return f"{lo:.0f}" if hi - lo < 50 else f"{lo:.0f}–{hi:.0f}"
+
+
 def table(rows, gemms, peak, quick):
     commit = sh(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]).strip()
     lines = [
@@ -338,8 +360,8 @@ def table(rows, gemms, peak, quick):
         f"commit {commit}{' (--quick)' if quick else ''}, by `tools/bench/run_benchmarks.py`.",
         f"FMA peak measured by `fma_peak`: **{peak:.1f} GFLOP/s per core** (fp32).",
         "",
-        "| model | kiln 1T ms | ORT 1T ms | kiln/ORT 1T | kiln 2T ms | ORT 2T ms | kiln/ORT 2T | kiln 1T/2T | kiln ready ms | ORT session ms | kiln RSS MiB | ORT RSS MiB | outputs agree (max rel diff) | compile s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | kiln 1T ms | ORT 1T ms | kiln/ORT 1T | kiln 2T ms | ORT 2T ms | kiln/ORT 2T | kiln 1T/2T | kiln ready ms | ORT session ms | kiln RSS MiB | ORT RSS MiB | outputs agree (max rel diff) | compile s | core round trip ns (2T) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -347,7 +369,7 @@ def table(rows, gemms, peak, quick):
             f"{r['kiln_2']:.2f} | {r['ort_2']:.2f} | **{r['kiln_2'] / r['ort_2']:.2f}** | "
             f"{r['kiln_1'] / r['kiln_2']:.2f}× | {r['kiln_ready_ms']:.1f} | {r['ort_session_ms']:.1f} | "
             f"{r['kiln_rss']:.0f} | {r['ort_rss']:.0f} | {'yes' if r['outputs_agree'] else 'NO'} "
-            f"({r['max_rel_diff']:.1e}) | {r['compile_s']:.1f} |")
+            f"({r['max_rel_diff']:.1e}) | {r['compile_s']:.1f} | {round_trips(r)} |")
     by_name = {r["model"]: r for r in rows}
     int8 = [r for r in rows if base_of(r["model"]) in by_name]
     if int8:
@@ -403,7 +425,8 @@ def main():
     rows = []
     for name in a.models.split(","):
         print(f"benchmarking {name} ...", file=sys.stderr, flush=True)
-        rows.append(bench_model(name, tools, work, rounds, repeat))
+        rows.append(bench_model(name, tools, work, rounds, repeat,
+                                lambda: core_round_trip(a.build)))
     gemms = []
     for (m, n, k) in GEMMS:
         peak = max(peak, measure_peak())
