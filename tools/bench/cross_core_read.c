@@ -3,9 +3,9 @@
  * other core. Thread 0 (pinned to CPU 0) reads a buffer of SIZE_KIB KiB after it (self) or a
  * thread on CPU 1 (other) wrote it, 200 times each, and prints both bandwidths. Also the round
  * trip of one cache line between the two cores (each waits for the other's store, 100000 times):
- * on a virtual machine it depends on where the host places the vCPUs (750-1060 ns on the AMD EPYC
- * of 2026-12-04, while kiln's 2-thread runs took 1.6x their time of an hour before), so the
- * benchmark reports it next to every 2-thread latency.
+ * on a virtual machine it depends on where the host places the vCPUs (~210 ns or 750-1060 ns on
+ * the AMD EPYC of 2026-12-04, within one benchmark run) and 2-thread latencies move with it, so
+ * the benchmark reports it next to every 2-thread latency.
  * Usage: cross_core_read [SIZE_KIB] (default 1024: a kernel-sized tensor that fits L2). */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -14,7 +14,8 @@ ratio kiln/ORT. Outputs of both runtimes are
 compared in the same run. It also measures the FMA peak (tools/bench/fma_peak.c), GEMM kernels
 in GFLOP/s and as a fraction of that peak, each runtime's load-to-ready time and peak resident
 memory, and around each model's 2-thread rounds the round trip of a cache line between the two
-CPUs (tools/bench/cross_core_read.c: where the host places the vCPUs sets it). The markdown table is printed, and with --write-docs written to docs/performance.md.
+CPUs (tools/bench/cross_core_read.c: where the host places the vCPUs sets it). The markdown
+table is printed, and with --write-docs written to docs/performance.md.
 
 A model named BASE_qdq (resnet18_qdq, mobilenet_v2_qdq) is BASE made int8 by
 tools/scripts/quantize.py (QDQ form, calibrated on 4 seeded random inputs); BASE_dyn
@@ -149,8 +150,8 @@ def core_round_trip(build_dir):
     tool = os.path.join(build_dir, "tools/bench/cross_core_read")
     try:
         return field(sh([tool, "64"]), "round_trip_ns")
-    except subprocess.CalledProcessError:  # one CPU: no round trip to report ("-")
-        return 0.0
+    except subprocess.CalledProcessError:  # one CPU: no round trip to report
+        return None
 
 
 def bench_model(name, tools, work, rounds, repeat, round_trip=None):
@@ -187,6 +188,7 @@ def bench_model(name, tools, work, rounds, repeat, round_trip=None):
             ort_rss.append(rss)
             if trips:
                 trips.append(round_trip())
+        trips = [t for t in trips if t is not None]
         if trips:
             row["round_trip_ns"] = (min(trips), max(trips))
         row[f"kiln_{threads}"] = statistics.median(kiln_ms)
@@ -348,9 +350,9 @@ def cpu_model():
 
 
 def round_trips(row):
-    lo, hi = row.get("round_trip_ns", (0, 0))
-    if not hi:
+    if "round_trip_ns" not in row:
         return "-"
+    lo, hi = row["round_trip_ns"]
     return f"{lo:.0f}" if hi - lo < 50 else f"{lo:.0f}–{hi:.0f}"
 
 
