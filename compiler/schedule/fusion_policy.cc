@@ -9,6 +9,10 @@ FusionDecision DefaultFusionPolicy::decide(const FusionQuery& q) const {
   if (reduction && q.consumers > 1)
     return {false, str_cat("computes a reduction and has ", q.consumers,
                            " consumers: kept so it is computed once")};
+  if (reduction && q.broadcast_apart)
+    return {false,
+            "broadcast into a larger consumer that reads none of its inputs: kept so the consumer "
+            "is tiled as elementwise work"};
   if (q.node->op != Op::REDUCE_AXIS) {
     if (q.above_reduction && q.recompute > 1)
       return {false, str_cat("epilogue of a reduction, would be recomputed ", q.recompute,

@@ -16,6 +16,12 @@
 //  - an elementwise node computed from such a reduction (a convolution's bias, batch norm and
 //    ReLU; a residual add) that the consumer would recompute is kept, so it becomes the epilogue
 //    of the reduction's kernel instead of being recomputed in the consumer's inner loop;
+//  - a reduction, or an elementwise node computed from one, whose values are broadcast into a
+//    consumer many times larger, elementwise apart from it, that reads none of the reduction's
+//    inputs is kept: inlined, the
+//    consumer is tiled as the reduction's contraction, with the reduction's output axis as its
+//    vector lanes, where its own work is elementwise over a larger map (efficientnet's 7x7
+//    squeeze-excitation scale stored its 1152 x 49 map with channel lanes, 49 floats apart);
 //  - a reduction, or an elementwise node computed from one, with several consumers is kept, so
 //    it is computed once (a residual block's output feeds the next block's convolution and its
 //    skip connection). Uses that are all elementwise at the node's own index and end in one
@@ -39,7 +45,11 @@ struct FusionQuery {
   int64_t recompute = 1;          // times each value would be recomputed if inlined
   bool under_reduce = false;      // its index walks one of the consumer's reduce loops
   bool above_reduction = false;   // elementwise, computed from a reduction not yet materialized
-  int64_t consumers = 1;          // computing nodes that read it (through movement ops)
+  // Its values are broadcast into an elementwise consumer at least 8 times its size that reads
+  // none of the tensors its reduction reads (a squeeze-excitation's channel scales, multiplying the
+  // feature map; not a softmax's row sums, whose consumer reads the rows again).
+  bool broadcast_apart = false;
+  int64_t consumers = 1;  // computing nodes that read it (through movement ops)
 };
 
 struct FusionDecision {

@@ -34,8 +34,55 @@ FusionQuery Lowerer::query(const UOp* n, const Idx& idx, const UOp* valid) {
   for (const UOp* r : used)
     if (r->range().kind == AxisKind::Reduce) q.under_reduce = true;
   if (n->op != Op::REDUCE_AXIS) q.above_reduction = reaches_reduction(n);
+  if ((n->op == Op::REDUCE_AXIS || q.above_reduction) && root_ && root_->has_shape() &&
+      shape_numel(root_->shape()) >= 8 * values)
+    q.broadcast_apart = reads_apart(n);
   if (auto it = consumers_.find(n); it != consumers_.end()) q.consumers = it->second;
   return q;
+}
+
+// The tensors an expression reads (buffers, weights, values already kept or about to be as
+// several nodes' operand, reductions), looking through its first reductions but not the ones
+// below them: a squeeze-excitation's scale reads its weights and the reduction below (the
+// hidden layer), not the feature map pooled before that; a softmax's row sum reads the rows'
+// matmul, as its consumer does. `skip` is not entered; `reduces` tells whether the walk met a
+// reduction of its own.
+std::unordered_set<const UOp*> Lowerer::tensors_read(const UOp* from, const UOp* skip,
+                                                     bool* reduces) {
+  std::unordered_set<const UOp*> out;
+  std::unordered_set<const UOp*> seen;
+  std::vector<std::pair<const UOp*, bool>> stack{{from, false}};
+  while (!stack.empty()) {
+    auto [u, crossed] = stack.back();
+    stack.pop_back();
+    if (u == skip || !seen.insert(u).second) continue;
+    bool kept = u->op == Op::BUFFER || u->op == Op::CONTIGUOUS || realized_.count(u) ||
+                (consumers_[u] > 1 && reaches_reduction(u));
+    if (u != from && kept) {
+      out.insert(u);
+      continue;
+    }
+    if (u->op == Op::REDUCE_AXIS) {
+      out.insert(u);  // read wherever it is computed
+      if (reduces) *reduces = true;
+      if (crossed) continue;
+      crossed = true;
+    }
+    for (const UOp* s : u->src) stack.push_back({s, crossed});
+  }
+  return out;
+}
+
+// True when n computes a reduction (not only reads kept values) and the kernel's root, apart
+// from n, is elementwise work that reads none of the tensors n reads.
+bool Lowerer::reads_apart(const UOp* n) {
+  bool computes_reduction = false, reduces = false;
+  std::unordered_set<const UOp*> mine = tensors_read(n, nullptr, &computes_reduction);
+  std::unordered_set<const UOp*> theirs = tensors_read(root_, n, &reduces);
+  if (!computes_reduction || reduces) return false;
+  for (const UOp* t : theirs)
+    if (mine.count(t)) return false;
+  return true;
 }
 
 bool Lowerer::walks_reduce(const Idx& idx) {

@@ -109,6 +109,8 @@ class Lowerer {
                           const std::unordered_set<const UOp*>& outputs);
   static bool is_movement_like(Op op);
   bool reaches_reduction(const UOp* root);
+  std::unordered_set<const UOp*> tensors_read(const UOp* from, const UOp* skip, bool* reduces);
+  bool reads_apart(const UOp* n);
 
   // ---- loop and conditional groups, computed sizes (rangeify_loops.cc)
   int varies_in(const UOp* root);

@@ -451,6 +451,42 @@ TEST(PlanGolden, AConvolutionFeedingAGlobalPoolKeepsItsOwnKernel) {
   for (const Launch& l : p.launches) EXPECT_LE(reductions_in(p, l), 1) << l.what;
 }
 
+// A squeeze-excitation block: global pool, 1x1 convolution, SiLU, 1x1 convolution, sigmoid,
+// the map scaled per channel. The channel scales are broadcast over the map's positions and
+// read none of the map (only the hidden layer and the weights): kept, the scale is elementwise
+// work over the map. Inlined, the scale's kernel was tiled as the second convolution's
+// matrix-vector product, channels as vector lanes, storing the map 49 floats apart per lane.
+// A row normalization's sum, read with the rows it sums, stays inlined.
+TEST(PlanGolden, ASqueezeExcitationsChannelScalesAreKeptApartFromTheScaledMap) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 7, 7});
+  Tensor w1 = Tensor::weight(g, "w1", filled(dtypes::float32, {8, 64, 1, 1}, 0.1));
+  Tensor w2 = Tensor::weight(g, "w2", filled(dtypes::float32, {64, 8, 1, 1}, 0.2));
+  ConvParams one{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1};
+  Tensor hidden = silu(conv(x.mean({2, 3}, true), w1, nullptr, one));
+  Tensor scale = conv(hidden, w2, nullptr, one).sigmoid();
+  g.add_output("y", x.mul(scale).uop());
+  Plan p = testing::plan_and_check(g);
+  int without_reduction = 0;
+  for (const Launch& l : p.launches) {
+    EXPECT_LE(reductions_in(p, l), 1) << l.what;
+    without_reduction += reductions_in(p, l) == 0;
+  }
+  EXPECT_EQ(without_reduction, 1);  // the scaled map
+  bool explained = false;
+  for (const auto& line : p.fusion_log)
+    explained |= line.find("SIGMOID") != std::string::npos &&
+                 line.find("kept (broadcast into a larger consumer") != std::string::npos;
+  EXPECT_TRUE(explained);
+
+  Graph h;
+  Tensor rows = Tensor::input(h, "x", dtypes::float32, {4, 64});
+  h.add_output("y", rows.div(rows.sum({1}, true)).uop());
+  Plan q = testing::plan_and_check(h);
+  for (const auto& line : q.fusion_log)
+    EXPECT_EQ(line.find("broadcast into"), std::string::npos) << line;
+}
+
 TEST(PlanGolden, ASlidingWindowDoesNotInlineTheReductionItReads) {
   // Two 3x3 depthwise-like stages: each output of the first is read 9 times by the second.
   Graph g;
