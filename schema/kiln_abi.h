@@ -34,11 +34,12 @@ extern "C" {
 
 #define KILN_ABI_FORMAT_MAJOR 2u /* readers refuse other majors; 2: kernels' access extents */
 #define KILN_ABI_FORMAT_MINOR                                   \
-  8u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
+  9u /* 1: launch labels; 2: kernel variants per CPU; 3: FLOPs; \
       * 4: symbolic dims; 5: shape operands as run-time values; \
       * 6: float32 value symbols as bit patterns, bool ones;    \
       * 7: a slot written in several groups (concatenations);   \
-      * 8: loop groups, sizes computed from data */
+      * 8: loop groups, sizes computed from data;               \
+      * 9: slots written in place of another */
 
 /* ---- the kernels' entry table ----
  * A package's shared object exports exactly one symbol, KILN_ABI_ENTRY_TABLE_SYMBOL; a static
@@ -277,6 +278,7 @@ enum {
   KILN_ABI_SLOT_LAST_GROUP,
   KILN_ABI_SLOT_DTYPE,
   KILN_ABI_SLOT_NUMEL,
+  KILN_ABI_SLOT_IN_PLACE_OF,
   KILN_ABI_SLOT_FIELD_COUNT
 };
 enum {

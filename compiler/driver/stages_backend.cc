@@ -101,9 +101,24 @@ void linearize_dump(Compilation& c, std::ostream& os) {
 
 // ---- llvm_ir, llvm_opt ----
 
+// A launch writing its output in place of an input (the memory plan's in-place pairs) passes
+// one buffer twice: its program's two arguments are not noalias (LLVM could otherwise assume
+// the store and the load never touch the same bytes).
 std::vector<CodegenKernel> codegen_kernels(const Compilation& c) {
   std::vector<CodegenKernel> ck;
   for (const LoweredKernel& k : c.a.kernels) ck.push_back(k.codegen);
+  const Plan& plan = c.a.plan;
+  std::vector<int> in_place_of(plan.buffers.size(), -1);
+  for (const MemorySlot& s : plan.memory.slots)
+    in_place_of[static_cast<size_t>(s.buffer)] = s.in_place_of;
+  for (const Launch& l : plan.launches) {
+    int source = in_place_of[static_cast<size_t>(l.args[0])];
+    if (source < 0 || l.program < 0 || static_cast<size_t>(l.program) >= ck.size()) continue;
+    CodegenKernel& k = ck[static_cast<size_t>(l.program)];
+    k.may_alias.resize(l.args.size(), false);
+    for (size_t a = 0; a < l.args.size(); ++a)
+      if (a == 0 || l.args[a] == source) k.may_alias[a] = true;
+  }
   return ck;
 }
 

@@ -140,7 +140,7 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
   std::vector<flatbuffers::Offset<fb::Slot>> slots;
   for (const PlanBuffer& b : plan.buffers) {
     fb::SlotKind kind = fb::SlotKind::Arena;
-    uint32_t index = 0, first = 0, last = 0;
+    uint32_t index = 0, first = 0, last = 0, in_place_of = 0;
     uint64_t offset = 0;
     switch (b.kind) {
       case BufferKind::Intermediate: {
@@ -148,6 +148,8 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
         offset = static_cast<uint64_t>(s->offset);
         first = static_cast<uint32_t>(s->first_group);
         last = static_cast<uint32_t>(s->last_group);
+        // Slots are in buffer order: a buffer's id is its slot's index.
+        if (s->in_place_of >= 0) in_place_of = static_cast<uint32_t>(s->in_place_of) + 1;
         break;
       }
       case BufferKind::Weight:
@@ -164,7 +166,8 @@ VariantTables build_variant(flatbuffers::FlatBufferBuilder& fbb, const PackageVa
         break;
     }
     slots.push_back(fb::CreateSlot(fbb, kind, index, offset, static_cast<uint64_t>(b.bytes()),
-                                   first, last, to_fb(b.dtype), static_cast<uint64_t>(b.numel())));
+                                   first, last, to_fb(b.dtype), static_cast<uint64_t>(b.numel()),
+                                   in_place_of));
   }
   out.slots = fbb.CreateVector(slots);
 

@@ -77,6 +77,9 @@ struct MemorySlot {
   int64_t size = 0;  // bytes, rounded up to the alignment
   int first_group = 0;
   int last_group = 0;
+  // The buffer whose memory this one takes in place (in_place_sources), or -1: the same offset
+  // and size, its lifetime starting in the group where that buffer's ends.
+  int in_place_of = -1;
 };
 
 struct MemoryPlan {

@@ -70,6 +70,7 @@ typedef struct kiln_slot_desc {
   uint64_t offset;
   uint64_t size;
   uint32_t first_group, last_group;
+  uint32_t in_place_of; /* format 2.9: the slot written over in place, + 1 (0: none) */
 } kiln_slot_desc;
 
 typedef struct kiln_launch_desc {

@@ -185,6 +185,9 @@
 #define KILN_MSG_OUT_OF_MEMORY_VERIFYING_THE_MEMORY "out of memory verifying the memory plan"
 #define KILN_MSG_ARENA_SLOT_OVERLAPS_ANOTHER_WHILE_BOTH \
   "arena slot %u overlaps another while both are live"
+#define KILN_MSG_SLOT_IS_IN_PLACE_OF_NO_ARENA_SLOT "slot %u in place of %u: not another arena slot"
+#define KILN_MSG_SLOT_IS_IN_PLACE_OF_BUT_DOES_NOT_FOLLOW \
+  "slot %u in place of %u: offset %llu/%llu, size %llu/%llu, groups %u..%u after %u..%u"
 #define KILN_MSG_KILN_MODEL_LOAD_STATIC_KERNELS_IS                                            \
   "kiln_model_load_static: |kernels| is not a kiln entry table of this version (rebuild the " \
   "library with this kilnc)"
@@ -413,6 +416,8 @@
   M(SLOT_LIVES_PAST_THE_LAST_GROUP)              \
   M(OUT_OF_MEMORY_VERIFYING_THE_MEMORY)          \
   M(ARENA_SLOT_OVERLAPS_ANOTHER_WHILE_BOTH)      \
+  M(SLOT_IS_IN_PLACE_OF_NO_ARENA_SLOT)           \
+  M(SLOT_IS_IN_PLACE_OF_BUT_DOES_NOT_FOLLOW)     \
   M(KILN_MODEL_LOAD_STATIC_KERNELS_IS)           \
   M(THE_LINKED_KERNELS_ID_BELONG_TO)             \
   M(A_STATIC_TABLE_OF_TOO_MANY)                  \

@@ -333,6 +333,21 @@ kiln_status kiln_verify_memory_plan(kiln_loader* ld) {
     if (s->kind != KILN_ABI_SLOT_ARENA) continue;
     if (s->last_group >= m->num_groups) return kiln_invalid(KM(SLOT_LIVES_PAST_THE_LAST_GROUP), i);
     n += s->size != 0; /* an empty slot touches no memory */
+    if (!s->in_place_of) continue;
+    /* Written in place of slot p (format 2.9): p's bytes exactly, from the group where p's
+     * lifetime ends, which p began earlier; the overlap proof below then takes this slot from
+     * the next group on, its first group being p's last (where the one kernel overwrites each
+     * element of p after reading it). */
+    uint32_t p = s->in_place_of - 1;
+    if (p >= m->num_slots || p == i || m->slots[p].kind != KILN_ABI_SLOT_ARENA)
+      return kiln_invalid(KM(SLOT_IS_IN_PLACE_OF_NO_ARENA_SLOT), i, p);
+    const kiln_slot_desc* src = &m->slots[p];
+    if (src->offset != s->offset || src->size != s->size || src->last_group != s->first_group ||
+        src->first_group >= s->first_group || s->first_group >= s->last_group)
+      return kiln_invalid(KM(SLOT_IS_IN_PLACE_OF_BUT_DOES_NOT_FOLLOW), i, p,
+                          (unsigned long long)s->offset, (unsigned long long)src->offset,
+                          (unsigned long long)s->size, (unsigned long long)src->size,
+                          s->first_group, s->last_group, src->first_group, src->last_group);
   }
   if (n < 2) return KILN_OK;
   max_tree t = {NULL, NULL, 1};
@@ -354,12 +369,13 @@ kiln_status kiln_verify_memory_plan(kiln_loader* ld) {
   qsort(order, n, sizeof(placed_slot), by_offset);
   for (uint32_t k = 0; k < n; ++k) {
     const kiln_slot_desc* s = &m->slots[order[k].index];
+    uint32_t first = s->first_group + (s->in_place_of != 0); /* its first group is its source's */
     /* Ends are stored + 1 so that 0 means "none". */
-    if (tree_max(&t, 1, 0, t.size - 1, s->first_group, s->last_group) > s->offset + 1) {
+    if (tree_max(&t, 1, 0, t.size - 1, first, s->last_group) > s->offset + 1) {
       st = kiln_invalid(KM(ARENA_SLOT_OVERLAPS_ANOTHER_WHILE_BOTH), order[k].index);
       goto done;
     }
-    tree_assign(&t, 1, 0, t.size - 1, s->first_group, s->last_group, s->offset + s->size + 1);
+    tree_assign(&t, 1, 0, t.size - 1, first, s->last_group, s->offset + s->size + 1);
   }
 done:
   kiln_free(al, order);

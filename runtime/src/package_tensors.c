@@ -184,6 +184,7 @@ kiln_status kiln_load_slots(kiln_loader* ld) {
     s->size = kiln_fb_u64_field(R, t, KILN_ABI_SLOT_SIZE);
     s->first_group = kiln_fb_u32_field(R, t, KILN_ABI_SLOT_FIRST_GROUP);
     s->last_group = kiln_fb_u32_field(R, t, KILN_ABI_SLOT_LAST_GROUP);
+    s->in_place_of = kiln_fb_u32_field(R, t, KILN_ABI_SLOT_IN_PLACE_OF);
     s->dtype = kiln_fb_u8_field(R, t, KILN_ABI_SLOT_DTYPE);
     uint64_t numel = kiln_fb_u64_field(R, t, KILN_ABI_SLOT_NUMEL), bytes;
     KILN_FB_CHECK(R);

@@ -2,8 +2,9 @@
 """Exports the real-model test set with seeded random weights at ONNX opset 13, each with an input
 and PyTorch's output on it: OUT_DIR/NAME/{model.onnx, input.npy, reference.npy}.
 
-  resnet18, mobilenet_v2, squeezenet1_1   torchvision classifiers, 1x3x224x224 float32 input
-  resnet50, efficientnet_b0                the same, for the benchmarks
+  resnet18, mobilenet_v2, squeezenet1_1,  torchvision classifiers, 1x3x224x224 float32 input
+  efficientnet_b0
+  resnet50                                 the same, for the benchmarks
   transformer                              embedding of int64 ids (1x128, vocab 1000) + a 2-layer
                                            nn.TransformerEncoder (d_model 256, 4 heads, ffn 1024)
   lstm_classifier                          embedding of int64 ids (2x40, vocab 1000), a
@@ -143,7 +144,7 @@ MODELS = {
     "mobilenet_v2": lambda: classifier("mobilenet_v2"),
     "squeezenet1_1": lambda: classifier("squeezenet1_1"),
     "resnet50": lambda: classifier("resnet50"),  # benchmarks only (tools/bench)
-    "efficientnet_b0": lambda: classifier("efficientnet_b0"),  # benchmarks only
+    "efficientnet_b0": lambda: classifier("efficientnet_b0"),
     "transformer": transformer,
     "lstm_classifier": lambda: recurrent("lstm_classifier"),
     "gru_tagger": lambda: recurrent("gru_tagger"),

@@ -235,6 +235,70 @@ TEST(CraftedPackage, ASlotWrittenTwiceInOneGroupIsARace) {
                  "is written twice in group 0");
 }
 
+// A squeeze-excitation between two convolutions: the scale overwrites the map it scales, its
+// slot declared in place of the map's (format 2.9).
+const char* kInPlaceNet =
+    "input x: float32[1, 16, 8, 8]\n"
+    "weight w0: float32[16, 16, 1, 1] = random(seed=1, scale=0.3)\n"
+    "weight w1: float32[4, 16, 1, 1] = random(seed=2, scale=0.3)\n"
+    "weight w2: float32[16, 4, 1, 1] = random(seed=3, scale=0.3)\n"
+    "weight w3: float32[8, 16, 1, 1] = random(seed=4, scale=0.3)\n"
+    "c0 = conv(x, w0)\n"
+    "map = relu(c0)\n"
+    "pooled = mean(map, axes=[2, 3], keepdims=true)\n"
+    "c1 = conv(pooled, w1)\n"
+    "hidden = silu(c1)\n"
+    "c2 = conv(hidden, w2)\n"
+    "scale = sigmoid(c2)\n"
+    "scaled = mul(map, scale)\n"
+    "y = conv(scaled, w3)\n"
+    "output y\n";
+
+// The index of the slot written in place of another (-1 if none).
+int in_place_slot(const std::vector<uint8_t>& pkg) {
+  const fb::Package* p = fb::GetPackage(pkg.data());
+  for (uint32_t i = 0; i < p->slots()->size(); ++i)
+    if (p->slots()->Get(i)->in_place_of() != 0) return static_cast<int>(i);
+  return -1;
+}
+
+TEST(CraftedPackage, ASlotWrittenInPlaceIsVerifiedAgainstItsSource) {
+  static const std::vector<uint8_t> pkg = compile_kg(kInPlaceNet);
+  const int i = in_place_slot(pkg);
+  ASSERT_GE(i, 0);
+  const auto at = static_cast<size_t>(i);
+  EXPECT_EQ(load_and_run(pkg).status, KILN_OK);
+  // Undeclared, the pair overlaps in the group where one is read and the other written.
+  expect_refused(craft(pkg, [&](fb::PackageT& p) { p.slots[at]->in_place_of = 0; }),
+                 "overlaps another while both are live");
+  // Declared in place of itself, of a slot past the end, or of the input's slot.
+  expect_refused(
+      craft(pkg,
+            [&](fb::PackageT& p) { p.slots[at]->in_place_of = static_cast<uint32_t>(at) + 1; }),
+      "not another arena slot");
+  expect_refused(craft(pkg,
+                       [&](fb::PackageT& p) {
+                         p.slots[at]->in_place_of = static_cast<uint32_t>(p.slots.size()) + 1;
+                       }),
+                 "not another arena slot");
+  expect_refused(
+      craft(pkg, [&](fb::PackageT& p) { p.slots[at]->in_place_of = p.inputs[0]->slot + 1; }),
+      "not another arena slot");
+  // A source whose lifetime goes on past the group of the write, or at another offset.
+  expect_refused(craft(pkg,
+                       [&](fb::PackageT& p) {
+                         fb::SlotT& src = *p.slots[p.slots[at]->in_place_of - 1];
+                         src.last_group += 1;
+                       }),
+                 ": offset ");
+  expect_refused(craft(pkg,
+                       [&](fb::PackageT& p) {
+                         fb::SlotT& src = *p.slots[p.slots[at]->in_place_of - 1];
+                         src.offset += 64;
+                       }),
+                 ": offset ");
+}
+
 // Hole 4: an arena slot whose lifetime ends before the group that writes it.
 TEST(CraftedPackage, AWriteOutsideTheSlotsLifetimeIsRefused) {
   expect_refused(craft(net(),

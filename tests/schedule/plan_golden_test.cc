@@ -487,6 +487,51 @@ TEST(PlanGolden, ASqueezeExcitationsChannelScalesAreKeptApartFromTheScaledMap) {
     EXPECT_EQ(line.find("broadcast into"), std::string::npos) << line;
 }
 
+// The squeeze-excitation's scale is the last reader of the map it scales and reads it only at
+// the element it stores: its output takes the map's memory, declared in its slot (the package's
+// Slot.in_place_of). Read at another element (a flipped map), it cannot.
+// (The plan points into the graph: the caller keeps it.)
+Plan squeeze_excitation_between_convolutions(Graph& g, bool flip) {
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 8, 8});
+  ConvParams one{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1};
+  auto w = [&](const char* name, int64_t out, int64_t in) {
+    return Tensor::weight(g, name, filled(dtypes::float32, {out, in, 1, 1}, 0.1));
+  };
+  Tensor map = relu(conv(x, w("w0", 16, 16), nullptr, one));
+  Tensor hidden = silu(conv(map.mean({2, 3}, true), w("w1", 4, 16), nullptr, one));
+  Tensor scale = conv(hidden, w("w2", 16, 4), nullptr, one).sigmoid();
+  Tensor scaled = (flip ? map.flip({3}) : map).mul(scale);
+  g.add_output("y", conv(scaled, w("w3", 8, 16), nullptr, one).uop());
+  return testing::plan_and_check(g);
+}
+
+TEST(PlanGolden, AnElementwiseKernelWritesInPlaceOfTheInputItLastReads) {
+  Graph g;
+  Plan p = squeeze_excitation_between_convolutions(g, false);
+  EXPECT_EQ(check_memory_plan(p), "");
+  std::vector<const MemorySlot*> in_place;
+  for (const MemorySlot& s : p.memory.slots)
+    if (s.in_place_of >= 0) in_place.push_back(&s);
+  ASSERT_EQ(in_place.size(), 1u);
+  const MemorySlot* source = nullptr;
+  for (const MemorySlot& s : p.memory.slots)
+    if (s.buffer == in_place[0]->in_place_of) source = &s;
+  ASSERT_NE(source, nullptr);
+  EXPECT_EQ(source->offset, in_place[0]->offset);
+  EXPECT_EQ(source->last_group, in_place[0]->first_group);
+  EXPECT_EQ(p.buffer(source->buffer).numel(), 16 * 8 * 8);
+
+  // A wrong declaration is caught by the plan's own check, as the runtime's verifier would.
+  Plan wrong = p;
+  for (MemorySlot& s : wrong.memory.slots)
+    if (s.in_place_of >= 0) s.in_place_of = -1;
+  EXPECT_NE(check_memory_plan(wrong), "");
+
+  Graph h;
+  Plan flipped = squeeze_excitation_between_convolutions(h, true);
+  for (const MemorySlot& s : flipped.memory.slots) EXPECT_EQ(s.in_place_of, -1);
+}
+
 TEST(PlanGolden, ASlidingWindowDoesNotInlineTheReductionItReads) {
   // Two 3x3 depthwise-like stages: each output of the first is read 9 times by the second.
   Graph g;

@@ -36,7 +36,8 @@ class Emitter {
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
     fn_->addFnAttr("no-builtins");
     for (size_t i = 0; i < args.size(); ++i) {
-      fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+      if (i >= k.may_alias.size() || !k.may_alias[i])
+        fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
       fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
     }
     vars_ = fn_->getArg(static_cast<unsigned>(args.size()));

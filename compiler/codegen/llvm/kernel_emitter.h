@@ -28,6 +28,9 @@ struct CodegenKernel {
   std::vector<DType> arg_dtypes;    // element dtype of each argument buffer, as the package has it
   std::vector<ArgAccess> accesses;  // the bytes each argument may touch (the entry table has them)
   int index_bits = 64;              // 32 when every index value fits (late_lower.h: index_bits)
+  // Arguments that may share memory with another (a launch writes its output in place of an
+  // input: memory_plan.h's in_place_sources): not marked noalias. Empty: none.
+  std::vector<bool> may_alias;
 };
 
 struct KernelFunctions {
