@@ -54,9 +54,10 @@ bool intersects(const MemorySlot& a, const MemorySlot& b) {
 // index expression (hash-consed: one UOp), and stores once: each lane then loads its element
 // before it overwrites it, and no lane reads an element another lane (or task) writes.
 bool reads_only_where_it_stores(const UOp* ast, int arg) {
+  const auto& nodes = ast->toposort();
   const UOp* store = nullptr;
   int stores = 0;
-  for (const UOp* u : ast->toposort())
+  for (const UOp* u : nodes)
     if (u->op == Op::STORE) {
       store = u;
       ++stores;
@@ -64,9 +65,9 @@ bool reads_only_where_it_stores(const UOp* ast, int arg) {
   if (stores != 1) return false;
   const UOp* at = store->src[0]->src[1];
   bool read = false;
-  for (const UOp* u : ast->toposort()) {
+  for (const UOp* u : nodes) {
     if (u->op == Op::DEFINE_GLOBAL && u->iarg() == arg)
-      for (const UOp* user : ast->toposort())
+      for (const UOp* user : nodes)
         for (const UOp* src : user->src)
           if (src == u && (user->op != Op::INDEX || user->src[1] != at)) return false;
     if (u->op == Op::LOAD && u->src[0]->src[0]->op == Op::DEFINE_GLOBAL &&
@@ -193,7 +194,7 @@ void plan_memory(Plan& plan, int64_t alignment) {
     int64_t live = 0;
     for (const MemorySlot& s : placed)
       if (s.first_group <= static_cast<int>(g) && static_cast<int>(g) <= s.last_group &&
-          !(source[static_cast<size_t>(s.buffer)] >= 0 && s.first_group == static_cast<int>(g)))
+          !(s.in_place_of >= 0 && s.first_group == static_cast<int>(g)))
         live += s.size;  // (an in-place output shares its first group's bytes with its source)
     mp.lower_bound_bytes = std::max(mp.lower_bound_bytes, live);
   }
