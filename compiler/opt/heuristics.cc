@@ -183,6 +183,53 @@ const UOp* contiguous_loop(const UOp* ast, const KernelRanges& kr) {
   return nullptr;
 }
 
+// An output loop, other than `store_axis`, along which every load that varies walks one
+// element, when every load that varies along the store's contiguous axis gathers (a max pool
+// reading a channels-last map into an NCHW output: the channels are contiguous in the input,
+// W is contiguous in the output, and the pool's stride-2 window reads every other position);
+// nullptr otherwise. Its lanes then load whole vectors and each row along store_axis is one
+// store (the expander's row stores).
+const UOp* load_contiguous_loop(const UOp* ast, const KernelRanges& kr, const UOp* store_axis) {
+  std::vector<const UOp*> loads;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::LOAD && u->dtype.itemsize() == 4) loads.push_back(u);
+  bool gathers = false;
+  for (const UOp* l : loads) {
+    int64_t s = load_stride(l, store_axis);
+    if (s == 1) return nullptr;
+    gathers |= s != 0;
+  }
+  if (!gathers) return nullptr;
+  for (const UOp* r : kr.loops) {
+    if (r == store_axis || is_symbolic(r)) continue;
+    bool contiguous = false, other = false;
+    for (const UOp* l : loads) {
+      int64_t s = load_stride(l, r);
+      contiguous |= s == 1;
+      other |= s != 0 && s != 1;
+    }
+    if (contiguous && !other) return r;
+  }
+  return nullptr;
+}
+
+// The lanes of a kernel whose loads gather along the store's contiguous axis `store_axis` but
+// are contiguous along another loop (load_contiguous_loop): that loop, a vector wide, and rows
+// of 8 along store_axis (one 32-byte store each). False (no opts) when there is no such loop or
+// either axis is too short.
+bool gathered_rows(const UOp* ast, const KernelRanges& kr, const UOp* store_axis, int64_t width,
+                   int item, bool bool_store, const OptTarget& t, std::vector<Opt>& opts) {
+  if (!t.register_tiles || item != 4 || bool_store || is_symbolic(store_axis)) return false;
+  const UOp* lanes_axis = load_contiguous_loop(ast, kr, store_axis);
+  if (!lanes_axis) return false;
+  int64_t rows = lane_count(size_of(store_axis), 8, item, t.masked_vectors);
+  int64_t up = lane_count(size_of(lanes_axis), width, item, t.masked_vectors);
+  if (rows < 4 || up < 4) return false;
+  opts.push_back({OptKind::Upcast, store_axis->range().id, rows});
+  opts.push_back({OptKind::Upcast, lanes_axis->range().id, up});  // the last upcast: the lanes
+  return true;
+}
+
 // A contraction's register tile. The vector axis V is an output loop along which one product
 // operand is contiguous and every other operand is contiguous too or does not vary (no per-lane
 // gathers): a GEMM's N, a convolution's output channels (its weights are packed with the output
@@ -650,20 +697,23 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t) {
       opts.push_back({OptKind::Tile, first->range().id, 1});
   } else if (const UOp* inner = contiguous_loop(ast, kr)) {
     bool bool_store = st && st->src[1]->dtype.is_bool();
-    int64_t up = is_symbolic(inner) ? pick_divisor(size_of(inner), width)
-                                    : lane_count(size_of(inner), width, bool_store ? 1 : item,
-                                                 t.masked_vectors, t.masked_bytes && !bool_store);
-    if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});
-    // A short contiguous axis taken whole (a channel-blocked layout's 4 channels: 4-byte stores)
-    // leaves most of a vector idle: the loop the store continues contiguously along is upcast
-    // too (16 positions x 4 channels, one 64-byte store).
-    if (up == size_of(inner) && up > 1 && up < width && t.masked_bytes && item == 1 && !bool_store)
-      for (const UOp* r : kr.loops)
-        if (r != inner && !is_symbolic(r) && stride_of(st->src[0]->src[1], r) == up) {
-          int64_t more = lane_count(size_of(r), width / up, item, t.masked_vectors, true);
-          if (more > 1) opts.push_back({OptKind::Upcast, r->range().id, more});
-          break;
-        }
+    if (!gathered_rows(ast, kr, inner, width, item, bool_store, t, opts)) {
+      int64_t up = is_symbolic(inner) ? pick_divisor(size_of(inner), width)
+                                      : lane_count(size_of(inner), width, bool_store ? 1 : item,
+                                                   t.masked_vectors, t.masked_bytes && !bool_store);
+      if (up > 1) opts.push_back({OptKind::Upcast, inner->range().id, up});
+      // A short contiguous axis taken whole (a channel-blocked layout's 4 channels: 4-byte stores)
+      // leaves most of a vector idle: the loop the store continues contiguously along is upcast
+      // too (16 positions x 4 channels, one 64-byte store).
+      if (up == size_of(inner) && up > 1 && up < width && t.masked_bytes && item == 1 &&
+          !bool_store)
+        for (const UOp* r : kr.loops)
+          if (r != inner && !is_symbolic(r) && stride_of(st->src[0]->src[1], r) == up) {
+            int64_t more = lane_count(size_of(r), width / up, item, t.masked_vectors, true);
+            if (more > 1) opts.push_back({OptKind::Upcast, r->range().id, more});
+            break;
+          }
+    }
   }
   // Tasks: split the outermost loop, or what remains of it after upcasting; when upcasting
   // consumed it whole, the next loop is the outermost one.

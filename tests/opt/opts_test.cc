@@ -190,6 +190,35 @@ TEST(Heuristics, VectorizeTheContiguousAxisAndTileContractions) {
   EXPECT_EQ(default_opts(p3.programs[0].ast, avx), (std::vector<Opt>{{OptKind::Upcast, 0, 8}}));
 }
 
+// A kernel whose loads gather along its store's contiguous axis but are contiguous along
+// another output loop takes that loop as its lanes and rows of 8 along the store's axis (each
+// row one store): a stride-2 max pool over a channels-last map into an NCHW output. Over an NCHW
+// map (contiguous along W for both) the store's axis stays the lane axis.
+TEST(Heuristics, GatheredLoadsTakeTheirContiguousAxisAsLanesAndStoreInRows) {
+  OptTarget avx512{64, 32};
+  avx512.masked_vectors = true;
+  PoolParams pool;
+  pool.kernel = {3, 3};
+  pool.stride = {2, 2};
+  auto pool_upcasts = [&](bool channels_last) {
+    Graph g;
+    Tensor x = channels_last
+                   ? Tensor::input(g, "x", dtypes::float32, {1, 55, 55, 64}).permute({0, 3, 1, 2})
+                   : Tensor::input(g, "x", dtypes::float32, {1, 64, 55, 55});
+    g.add_output("y", max_pool(x, pool).uop());
+    Plan p = plan_graph(g, {});
+    EXPECT_EQ(p.programs.size(), 1u);
+    return upcasts_of(default_opts(p.programs.at(0).ast, avx512));
+  };
+  std::vector<Opt> ups = pool_upcasts(true);
+  ASSERT_EQ(ups.size(), 2u);
+  EXPECT_EQ(ups[0].amount, 8);   // 27 output positions of a row: 8 per store, the last masked
+  EXPECT_EQ(ups[1].amount, 16);  // the channels, a vector
+  ups = pool_upcasts(false);
+  ASSERT_EQ(ups.size(), 1u);
+  EXPECT_EQ(ups[0].amount, 16);
+}
+
 // A reduction to one value has no output loop to vectorize: its innermost range is unrolled a
 // vector wide (the expander spreads the copies over a vector of accumulators). A uint8 row of
 // 114 bytes is padded to a whole vector where byte masks are instructions (AVX-512BW), and a
