@@ -458,9 +458,14 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
         // were as often slower (a transformer's attention scores 0.26 -> 0.39 ms, its 128-row
         // GEMMs 4-6%) as faster (resnet18's Winograd products at 16 positions, 11%).
         if (padding_of(tl) <= padding_of(tile)) continue;
-        // Nor when the lane axis is the outermost loop and would leave the tasks few (192
-        // channels in 64s: 3 tasks, which 2 threads split 2:1).
-        if (vec == kr.loops.front() && size_of(vec) / l < t.max_tasks / 2) continue;
+        // Nor when the lane axis is the outermost loop and would leave tasks that 2 and 4
+        // threads cannot split evenly (192 channels in 64s: 3 tasks, which 2 threads split
+        // 2:1). 4 tasks are enough: resnet50's 1x1 layers at 14x14 (1024 -> 256 channels) ran
+        // 0.60-0.81 ms as 16 positions x 16 channels, 0.48-0.55 as 4 x 64 in 4 tasks (2
+        // threads: 0.35 -> 0.25-0.28).
+        int64_t tasks = size_of(vec) / l;
+        if (vec == kr.loops.front() && tasks < t.max_tasks / 2 && (tasks < 4 || tasks % 2 != 0))
+          continue;
         if (tile_cost(l, tl) < 0.85 * tile_cost(lanes, tile)) {
           lanes = l;
           tile = std::move(tl);
