@@ -389,16 +389,9 @@ TEST(Heuristics, WiderVectorsOnTheTaskAxisKeepTasksEnough) {
   EXPECT_EQ(few.back(), (Opt{OptKind::Parallel, 0, 10}));
   // 4 tasks split evenly over 2 and 4 threads: a 14x14 layer's 256 channels take 64 lanes beside
   // 4 exact positions (8 loads per 16 FMAs) rather than 16 lanes beside 16 padded positions (17).
-  Graph g;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 1024, 14, 14});
-  NDArray w(dtypes::float32, {256, 1024, 1, 1});
-  g.add_output(
-      "y",
-      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p = plan_graph(g, {});
   OptTarget avx512{64, 32};
   avx512.masked_vectors = true;
-  std::vector<Opt> four = default_opts(p.programs.at(0).ast, avx512);
+  std::vector<Opt> four = conv_kernel_opts({1, 1024, 14, 14}, {256, 1024, 1, 1}, 0, 16, avx512);
   EXPECT_EQ(upcasts_of(four),
             (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 64}}));
   EXPECT_EQ(four.back(), (Opt{OptKind::Parallel, 0, 4}));
