@@ -266,7 +266,9 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   // The tile's broadcast axes for `lanes` on lane axis `vec`, within the accumulator budget.
-  auto tile_for = [&](const UOp* vec, int64_t lanes) {
+  // `pad`: take the largest padded upcast worth its padding even when an exact one is more than
+  // a quarter of it (the caller weighs the padding).
+  auto tile_for = [&](const UOp* vec, int64_t lanes, bool pad = false) {
     int64_t budget = accumulators * width / std::max<int64_t>(1, lanes);
     std::vector<Opt> tile;
     for (auto it = kr.loops.rbegin(); it != kr.loops.rend() && budget >= 2; ++it) {
@@ -289,7 +291,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
         if (n % p == 0) exact = p;
       for (int64_t p = budget; p >= 2 && padded == 1 && !is_symbolic(r); p /= 2)
         if (worth_padding(n, p)) padded = p;
-      int64_t up = padded >= 4 * exact ? padded : exact;
+      int64_t up = padded >= 4 * exact || (pad && padded > exact) ? padded : exact;
       if (up > 1) {
         tile.push_back({OptKind::Upcast, r->range().id, up});
         budget /= up;
@@ -447,30 +449,34 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // More vectors beside fewer tile positions, when that loads less per useful FMA with as
     // many accumulators (a 14x14 1x1 layer over 576 channels: 64 channels x 4 positions load 8
     // per 16 FMAs, 16 channels x 16 padded positions 17: mobilenet_v2's took 0.181 ms with the
-    // latter, 0.161 with the tuner's choice, the former).
+    // latter, 0.161 with the tuner's choice, the former). The positions beside the wider lanes
+    // may be padded too, where an exact divisor is small: a 14x14 layer's 196 positions take 8
+    // (200) beside 32 channels rather than 4 (efficientnet_b0's 112 -> 672 expansions: 16 x 16
+    // ran 0.206-0.221 ms, 8 x 32 0.193; 10 loads per 16 FMAs against 17).
     if (lanes % width == 0 && !tile.empty() && !rows_anyway)
-      for (int64_t v = 2; v <= 8; v *= 2) {
-        int64_t l = v * width;
-        if (l <= lanes || size_of(vec) % l != 0) continue;
-        std::vector<Opt> tl = tile_for(vec, l);
-        if (tl.empty() || accumulators_of(l, tl) < accumulators_of(lanes, tile)) continue;
-        // Only where the positions then pad less: with exact tiles either way the wider lanes
-        // were as often slower (a transformer's attention scores 0.26 -> 0.39 ms, its 128-row
-        // GEMMs 4-6%) as faster (resnet18's Winograd products at 16 positions, 11%).
-        if (padding_of(tl) <= padding_of(tile)) continue;
-        // Nor when the lane axis is the outermost loop and would leave tasks that 2 and 4
-        // threads cannot split evenly (192 channels in 64s: 3 tasks, which 2 threads split
-        // 2:1). 4 tasks are enough: resnet50's 1x1 layers at 14x14 (1024 -> 256 channels) ran
-        // 0.60-0.81 ms as 16 positions x 16 channels, 0.48-0.55 as 4 x 64 in 4 tasks (2
-        // threads: 0.35 -> 0.25-0.28).
-        int64_t tasks = size_of(vec) / l;
-        if (vec == kr.loops.front() && tasks < t.max_tasks / 2 && (tasks < 4 || tasks % 2 != 0))
-          continue;
-        if (tile_cost(l, tl) < 0.85 * tile_cost(lanes, tile)) {
-          lanes = l;
-          tile = std::move(tl);
+      for (int64_t v = 2; v <= 8; v *= 2)
+        for (bool pad : {false, true}) {
+          int64_t l = v * width;
+          if (l <= lanes || size_of(vec) % l != 0) continue;
+          std::vector<Opt> tl = tile_for(vec, l, pad);
+          if (tl.empty() || accumulators_of(l, tl) < accumulators_of(lanes, tile)) continue;
+          // Only where the positions then pad less: with exact tiles either way the wider lanes
+          // were as often slower (a transformer's attention scores 0.26 -> 0.39 ms, its 128-row
+          // GEMMs 4-6%) as faster (resnet18's Winograd products at 16 positions, 11%).
+          if (padding_of(tl) <= padding_of(tile)) continue;
+          // Nor when the lane axis is the outermost loop and would leave tasks that 2 and 4
+          // threads cannot split evenly (192 channels in 64s: 3 tasks, which 2 threads split
+          // 2:1). 4 tasks are enough: resnet50's 1x1 layers at 14x14 (1024 -> 256 channels) ran
+          // 0.60-0.81 ms as 16 positions x 16 channels, 0.48-0.55 as 4 x 64 in 4 tasks (2
+          // threads: 0.35 -> 0.25-0.28).
+          int64_t tasks = size_of(vec) / l;
+          if (vec == kr.loops.front() && tasks < t.max_tasks / 2 && (tasks < 4 || tasks % 2 != 0))
+            continue;
+          if (tile_cost(l, tl) < 0.85 * tile_cost(lanes, tile)) {
+            lanes = l;
+            tile = std::move(tl);
+          }
         }
-      }
     return TilePlan{vec, lanes, std::move(tile)};
   };
   // Loads per accumulator update in the inner loop: the vector operand's loads (one per vector

@@ -397,6 +397,19 @@ TEST(Heuristics, WiderVectorsOnTheTaskAxisKeepTasksEnough) {
   EXPECT_EQ(four.back(), (Opt{OptKind::Parallel, 0, 4}));
 }
 
+// Wider lanes may stand beside padded positions: a 14x14 layer's 196 positions have 4 as their
+// largest power-of-two divisor under 8, and 32 channels x 4 positions would leave half the
+// accumulators of 16 x 16; 32 channels x 8 positions (200, 2% padding) keep them all and load 10
+// operands per 16 FMAs instead of 17.
+TEST(Heuristics, WiderLanesStandBesidePaddedPositions) {
+  OptTarget avx512{64, 32};
+  avx512.masked_vectors = true;
+  std::vector<Opt> opts = conv_kernel_opts({1, 112, 14, 14}, {672, 112, 1, 1}, 0, 16, avx512);
+  EXPECT_EQ(upcasts_of(opts),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 32}}));
+  EXPECT_EQ(opts.back(), (Opt{OptKind::Parallel, 0, 16}));
+}
+
 // A contraction that would re-read more than L2 per iteration of its outermost loop runs another
 // loop outermost (TILE(r, 1)) and splits that one into tasks: a 1024^3 GEMM re-read its 4 MB B
 // once per 8 rows of A (51% of the FMA peak on a Xeon), and streams B once with the N tiles
