@@ -309,6 +309,13 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   auto scatters = [&](const UOp* vec) {
     return store && stride_of(store->src[0]->src[1], vec) != 1;
   };
+  double fmas_per_output = 0;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::REDUCE) {
+      double n = 1;
+      for (size_t i = 1; i < u->src.size(); ++i) n *= static_cast<double>(size_of(u->src[i]));
+      fmas_per_output += n;
+    }
   struct TilePlan {
     const UOp* vec;
     int64_t lanes;
@@ -457,19 +464,41 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       for (int64_t v = 2; v <= 8; v *= 2)
         for (bool pad : {false, true}) {
           int64_t l = v * width;
-          if (l <= lanes || size_of(vec) % l != 0) continue;
+          // Lanes that pad the axis (196 positions as 2 vectors: 224), the last group masked:
+          // only along the store's contiguous axis (its rows then store whole vectors), on a
+          // target with cheap masks, for a float contraction whose inner loop is load-bound
+          // (below).
+          bool padded_lanes = size_of(vec) % l != 0 && !scatters(vec) && t.masked_vectors &&
+                              !is_symbolic(vec) && worth_padding(size_of(vec), l);
+          if (l <= lanes || (size_of(vec) % l != 0 && !padded_lanes)) continue;
           std::vector<Opt> tl = tile_for(vec, l, pad);
           if (tl.empty() || accumulators_of(l, tl) < accumulators_of(lanes, tile)) continue;
           // Only where the positions then pad less: with exact tiles either way the wider lanes
           // were as often slower (a transformer's attention scores 0.26 -> 0.39 ms, its 128-row
-          // GEMMs 4-6%) as faster (resnet18's Winograd products at 16 positions, 11%).
-          if (padding_of(tl) <= padding_of(tile)) continue;
+          // GEMMs 4-6%) as faster (resnet18's Winograd products at 16 positions, 11%). Or where
+          // padded lanes take a tile that loads more than once per FMA (a vector and 16
+          // broadcasts per 16) to one that loads under 0.75 (2 vectors and 8 channels), over a
+          // reduction of 128 or more: efficientnet_b0's and mobilenet_v2's projections to
+          // 80-160 channels at 14x14 and 28x28 ran 7-15% faster as 32 positions x 8 channels
+          // (672 -> 112: 0.207 -> 0.182 ms), resnet50's layer2 conv3 10% (0.59 -> 0.53). Not
+          // over short reductions, whose epilogue costs more than the loads (16 -> 96 at
+          // 112x112 with SiLU: 0.49 -> 0.56 ms; 64 -> 384: +12%), nor for int8 dot products
+          // (mobilenet_v2_qdq's 1x1 layers 5-30% slower).
+          auto loads_per_fma_of = [&](int64_t ln, const std::vector<Opt>& tt) {
+            int64_t positions = 1;
+            for (const Opt& o : tt) positions *= o.amount;
+            return static_cast<double>(ln / width + positions) /
+                   static_cast<double>(accumulators_of(ln, tt));
+          };
+          bool load_bound = padded_lanes && unit == 1 && fmas_per_output >= 128 &&
+                            loads_per_fma_of(lanes, tile) > 1.0 && loads_per_fma_of(l, tl) < 0.75;
+          if (padding_of(tl) <= padding_of(tile) && !load_bound) continue;
           // Nor when the lane axis is the outermost loop and would leave tasks that 2 and 4
           // threads cannot split evenly (192 channels in 64s: 3 tasks, which 2 threads split
           // 2:1). 4 tasks are enough: resnet50's 1x1 layers at 14x14 (1024 -> 256 channels) ran
           // 0.60-0.81 ms as 16 positions x 16 channels, 0.48-0.55 as 4 x 64 in 4 tasks (2
           // threads: 0.35 -> 0.25-0.28).
-          int64_t tasks = size_of(vec) / l;
+          int64_t tasks = (size_of(vec) + l - 1) / l;
           if (vec == kr.loops.front() && tasks < t.max_tasks / 2 && (tasks < 4 || tasks % 2 != 0))
             continue;
           if (tile_cost(l, tl) < 0.85 * tile_cost(lanes, tile)) {
@@ -496,13 +525,6 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   // lanes in an NCHW map, planes apart) is one store per lane. With few FMAs per output (a 1x1
   // layer over 16 input channels) that outweighs the loads: squeezenet's 16 -> 64 expansion at
   // 55x55 ran 0.093 ms with channels as lanes, 0.060 with positions.
-  double fmas_per_output = 0;
-  for (const UOp* u : ast->toposort())
-    if (u->op == Op::REDUCE) {
-      double n = 1;
-      for (size_t i = 1; i < u->src.size(); ++i) n *= static_cast<double>(size_of(u->src[i]));
-      fmas_per_output += n;
-    }
   auto memory_ops_per_fma = [&](const TilePlan& p) {
     double lanes_used = used_share(size_of(p.vec), p.lanes);
     double filled = static_cast<double>(std::min(p.lanes, width)) / static_cast<double>(width);

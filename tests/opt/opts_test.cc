@@ -410,6 +410,22 @@ TEST(Heuristics, WiderLanesStandBesidePaddedPositions) {
   EXPECT_EQ(opts.back(), (Opt{OptKind::Parallel, 0, 16}));
 }
 
+// A projection to few channels at 14x14 took 16 padded positions as its lanes beside 16 channels:
+// a vector and 16 broadcasts per 16 FMAs. Two vectors of positions (196 padded to 224, the last
+// group masked) beside 8 channels load 10; over a short reduction (16 -> 96 channels) the
+// epilogue outweighs the loads and the tile stays.
+TEST(Heuristics, PaddedPositionLanesRelieveALoadBoundProjection) {
+  OptTarget avx512{64, 32};
+  avx512.masked_vectors = true;
+  std::vector<Opt> proj = conv_kernel_opts({1, 672, 14, 14}, {112, 672, 1, 1}, 0, 16, avx512);
+  EXPECT_EQ(upcasts_of(proj),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 8}, {OptKind::Upcast, 1, 32}}));
+  EXPECT_EQ(proj.back(), (Opt{OptKind::Parallel, 0, 14}));
+  std::vector<Opt> shallow = conv_kernel_opts({1, 16, 14, 14}, {96, 16, 1, 1}, 0, 16, avx512);
+  for (const Opt& o : upcasts_of(shallow))
+    EXPECT_FALSE(o.range_id == 1 && o.amount == 32) << o.str();
+}
+
 // A contraction that would re-read more than L2 per iteration of its outermost loop runs another
 // loop outermost (TILE(r, 1)) and splits that one into tasks: a 1024^3 GEMM re-read its 4 MB B
 // once per 8 rows of A (51% of the FMA peak on a Xeon), and streams B once with the N tiles
