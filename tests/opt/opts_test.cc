@@ -39,6 +39,13 @@ std::vector<Opt> conv_kernel_opts(const Shape& x, const Shape& w, int64_t pad, i
   return {};
 }
 
+// An AVX-512 target (64-byte vectors, 32 registers) with cheap masked vector accesses.
+OptTarget masked_avx512() {
+  OptTarget t{64, 32};
+  t.masked_vectors = true;
+  return t;
+}
+
 std::vector<Opt> upcasts_of(const std::vector<Opt>& opts) {
   std::vector<Opt> ups;
   for (const Opt& o : opts)
@@ -195,8 +202,7 @@ TEST(Heuristics, VectorizeTheContiguousAxisAndTileContractions) {
 // row one store): a stride-2 max pool over a channels-last map into an NCHW output. Over an NCHW
 // map (contiguous along W for both) the store's axis stays the lane axis.
 TEST(Heuristics, GatheredLoadsTakeTheirContiguousAxisAsLanesAndStoreInRows) {
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
+  OptTarget avx512 = masked_avx512();
   PoolParams pool;
   pool.kernel = {3, 3};
   pool.stride = {2, 2};
@@ -239,8 +245,7 @@ TEST(Heuristics, FullReductionsAndByteRowsUseWholeVectors) {
   Tensor b = Tensor::input(g2, "b", dtypes::uint8, {3, 112, 112});
   g2.add_output("padded", b.pad({{0, 0}, {1, 1}, {1, 1}}, 0.0).uop());
   Plan p2 = plan_graph(g2, {});
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
+  OptTarget avx512 = masked_avx512();
   EXPECT_EQ(default_opts(p2.programs[0].ast, avx512)[0].amount, 2);  // no byte masks
   avx512.masked_bytes = true;
   EXPECT_EQ(default_opts(p2.programs[0].ast, avx512)[0].amount, 64);
@@ -389,9 +394,8 @@ TEST(Heuristics, WiderVectorsOnTheTaskAxisKeepTasksEnough) {
   EXPECT_EQ(few.back(), (Opt{OptKind::Parallel, 0, 10}));
   // 4 tasks split evenly over 2 and 4 threads: a 14x14 layer's 256 channels take 64 lanes beside
   // 4 exact positions (8 loads per 16 FMAs) rather than 16 lanes beside 16 padded positions (17).
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
-  std::vector<Opt> four = conv_kernel_opts({1, 1024, 14, 14}, {256, 1024, 1, 1}, 0, 16, avx512);
+  std::vector<Opt> four =
+      conv_kernel_opts({1, 1024, 14, 14}, {256, 1024, 1, 1}, 0, 16, masked_avx512());
   EXPECT_EQ(upcasts_of(four),
             (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 64}}));
   EXPECT_EQ(four.back(), (Opt{OptKind::Parallel, 0, 4}));
@@ -402,9 +406,8 @@ TEST(Heuristics, WiderVectorsOnTheTaskAxisKeepTasksEnough) {
 // accumulators of 16 x 16; 32 channels x 8 positions (200, 2% padding) keep them all and load 10
 // operands per 16 FMAs instead of 17.
 TEST(Heuristics, WiderLanesStandBesidePaddedPositions) {
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
-  std::vector<Opt> opts = conv_kernel_opts({1, 112, 14, 14}, {672, 112, 1, 1}, 0, 16, avx512);
+  std::vector<Opt> opts =
+      conv_kernel_opts({1, 112, 14, 14}, {672, 112, 1, 1}, 0, 16, masked_avx512());
   EXPECT_EQ(upcasts_of(opts),
             (std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 32}}));
   EXPECT_EQ(opts.back(), (Opt{OptKind::Parallel, 0, 16}));
@@ -415,8 +418,7 @@ TEST(Heuristics, WiderLanesStandBesidePaddedPositions) {
 // group masked) beside 8 channels load 10; over a short reduction (16 -> 96 channels) the
 // epilogue outweighs the loads and the tile stays.
 TEST(Heuristics, PaddedPositionLanesRelieveALoadBoundProjection) {
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
+  OptTarget avx512 = masked_avx512();
   std::vector<Opt> proj = conv_kernel_opts({1, 672, 14, 14}, {112, 672, 1, 1}, 0, 16, avx512);
   EXPECT_EQ(upcasts_of(proj),
             (std::vector<Opt>{{OptKind::Upcast, 0, 8}, {OptKind::Upcast, 1, 32}}));
@@ -545,8 +547,7 @@ TEST(Heuristics, FewFmasPerOutputMakeTheStoresChooseTheLaneAxis) {
 // positions 16 ways. A 13x13 map's rows are too short for that (16 tasks would share a line of
 // every plane), and a layer with tasks enough keeps its order.
 TEST(Heuristics, AnOuterLoopOfFewTasksGivesWayToOneOfMany) {
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
+  OptTarget avx512 = masked_avx512();
   std::vector<Opt> few = conv_kernel_opts({1, 64, 55, 55}, {16, 64, 1, 1}, 0, 16, avx512);
   ASSERT_GE(few.size(), 2u);
   EXPECT_EQ(few[few.size() - 2], (Opt{OptKind::Tile, 1, 1})) << format_opts(few);
@@ -563,8 +564,7 @@ TEST(Heuristics, AnOuterLoopOfFewTasksGivesWayToOneOfMany) {
 // tasks; its 55 rows go outermost and make 16, so each thread writes whole rows of its share
 // (squeezenet's fire modules: 0.244 -> 0.158 ms at 2 threads).
 TEST(Heuristics, AChannelLaneKernelOfFewTasksSplitsItsRows) {
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
+  OptTarget avx512 = masked_avx512();
   std::vector<Opt> opts = output_transform_opts({1, 16, 55, 55}, 64, avx512);
   std::vector<Opt> ups = upcasts_of(opts);
   ASSERT_FALSE(ups.empty());
@@ -579,8 +579,7 @@ TEST(Heuristics, AChannelLaneKernelOfFewTasksSplitsItsRows) {
 // y + ky), so two rows of one vector share loads where eight vectors of one row need a load per
 // FMA. mobilenet_v2's 112-wide layer took 7 vectors and ran 0.218 ms, 2 rows of 16 lanes 0.115.
 TEST(Heuristics, OverlappingWindowRowsKeepTheirRowTileOnWideMaps) {
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
+  OptTarget avx512 = masked_avx512();
   // r0: channels, r1: rows, r2: W (the lane axis).
   EXPECT_EQ(upcasts_of(conv_kernel_opts({1, 32, 112, 112}, {32, 1, 3, 3}, 1, 16, avx512, 32)),
             (std::vector<Opt>{{OptKind::Upcast, 1, 2}, {OptKind::Upcast, 2, 16}}));
@@ -592,8 +591,7 @@ TEST(Heuristics, OverlappingWindowRowsKeepTheirRowTileOnWideMaps) {
 // tile is exact either way (a 128-row GEMM) the rows stay: wider lanes there were as often
 // slower as faster. A lane axis that is the outermost loop keeps tasks for 2 threads.
 TEST(Heuristics, WiderLanesReplaceAPaddedTile) {
-  OptTarget avx512{64, 32};
-  avx512.masked_vectors = true;
+  OptTarget avx512 = masked_avx512();
   EXPECT_EQ(upcasts_of(conv_kernel_opts({1, 96, 14, 14}, {576, 96, 1, 1}, 0, 16, avx512)),
             (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 64}}));
   Graph g;
