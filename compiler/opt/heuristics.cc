@@ -309,6 +309,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   auto scatters = [&](const UOp* vec) {
     return store && stride_of(store->src[0]->src[1], vec) != 1;
   };
+  // Multiply-adds per output: the reduction's length (summed over a fused block's reductions).
   double fmas_per_output = 0;
   for (const UOp* u : ast->toposort())
     if (u->op == Op::REDUCE) {
@@ -316,6 +317,18 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       for (size_t i = 1; i < u->src.size(); ++i) n *= static_cast<double>(size_of(u->src[i]));
       fmas_per_output += n;
     }
+  // Loads per accumulator update in the inner loop: the vector operand's loads (one per vector
+  // on the lane axis) plus one broadcast per tile position.
+  // A lane axis narrower than the vector (8 channels of a panel on a 16-lane target) fills each
+  // accumulator half, so its FMAs count for what they compute: a classifier's 8 channels x 32
+  // positions otherwise beat 16 positions x 8 channels and ran 13% slower.
+  auto loads_per_fma_of = [&](int64_t lanes, const std::vector<Opt>& tile) {
+    int64_t positions = 1;
+    for (const Opt& o : tile) positions *= o.amount;
+    double filled = static_cast<double>(std::min(lanes, width)) / static_cast<double>(width);
+    return static_cast<double>(std::max<int64_t>(1, lanes / width) + positions) /
+           (static_cast<double>(accumulators_of(lanes, tile)) * filled);
+  };
   struct TilePlan {
     const UOp* vec;
     int64_t lanes;
@@ -484,12 +497,6 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
           // over short reductions, whose epilogue costs more than the loads (16 -> 96 at
           // 112x112 with SiLU: 0.49 -> 0.56 ms; 64 -> 384: +12%), nor for int8 dot products
           // (mobilenet_v2_qdq's 1x1 layers 5-30% slower).
-          auto loads_per_fma_of = [&](int64_t ln, const std::vector<Opt>& tt) {
-            int64_t positions = 1;
-            for (const Opt& o : tt) positions *= o.amount;
-            return static_cast<double>(ln / width + positions) /
-                   static_cast<double>(accumulators_of(ln, tt));
-          };
           bool load_bound = padded_lanes && unit == 1 && fmas_per_output >= 128 &&
                             loads_per_fma_of(lanes, tile) > 1.0 && loads_per_fma_of(l, tl) < 0.75;
           if (padding_of(tl) <= padding_of(tile) && !load_bound) continue;
@@ -508,18 +515,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
         }
     return TilePlan{vec, lanes, std::move(tile)};
   };
-  // Loads per accumulator update in the inner loop: the vector operand's loads (one per vector
-  // on the lane axis) plus one broadcast per tile position.
-  // A lane axis narrower than the vector (8 channels of a panel on a 16-lane target) fills each
-  // accumulator half, so its FMAs count for what they compute: a classifier's 8 channels x 32
-  // positions otherwise beat 16 positions x 8 channels and ran 13% slower.
-  auto loads_per_fma = [&](const TilePlan& p) {
-    int64_t positions = 1;
-    for (const Opt& o : p.tile) positions *= o.amount;
-    double filled = static_cast<double>(std::min(p.lanes, width)) / static_cast<double>(width);
-    return static_cast<double>(std::max<int64_t>(1, p.lanes / width) + positions) /
-           (static_cast<double>(accumulators_of(p.lanes, p.tile)) * filled);
-  };
+  auto loads_per_fma = [&](const TilePlan& p) { return loads_per_fma_of(p.lanes, p.tile); };
   // Memory operations per useful FMA, the stores included: an accumulator is stored once per
   // output, after its reduction's FMAs; a store that scatters its lanes (output channels as
   // lanes in an NCHW map, planes apart) is one store per lane. With few FMAs per output (a 1x1
