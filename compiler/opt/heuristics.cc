@@ -458,13 +458,9 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
           if (r->range().id == o.range_id) used *= used_share(size_of(r), o.amount);
       return used;
     };
+    // Loads per useful FMA: padded positions and lanes compute nothing.
     auto tile_cost = [&](int64_t l, const std::vector<Opt>& tl) {
-      int64_t positions = 1;
-      for (const Opt& o : tl) positions *= o.amount;
-      double used = padding_of(tl) * used_share(size_of(vec), l);
-      double filled = static_cast<double>(std::min(l, width)) / static_cast<double>(width);
-      return static_cast<double>(std::max<int64_t>(1, l / width) + positions) /
-             (static_cast<double>(accumulators_of(l, tl)) * filled * used);
+      return loads_per_fma_of(l, tl) / (padding_of(tl) * used_share(size_of(vec), l));
     };
     // More vectors beside fewer tile positions, when that loads less per useful FMA with as
     // many accumulators (a 14x14 1x1 layer over 576 channels: 64 channels x 4 positions load 8
@@ -474,15 +470,14 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // (200) beside 32 channels rather than 4 (efficientnet_b0's 112 -> 672 expansions: 16 x 16
     // ran 0.206-0.221 ms, 8 x 32 0.193; 10 loads per 16 FMAs against 17).
     if (lanes % width == 0 && !tile.empty() && !rows_anyway)
-      for (int64_t v = 2; v <= 8; v *= 2)
+      for (int64_t v = 2; v <= 8; v *= 2) {
+        int64_t l = v * width;
+        // Lanes that pad the axis (196 positions as 2 vectors: 224), the last group masked: only
+        // along the store's contiguous axis (its rows then store whole vectors), on a target with
+        // cheap masks, for a float contraction whose inner loop is load-bound (below).
+        bool padded_lanes = size_of(vec) % l != 0 && !scatters(vec) && t.masked_vectors &&
+                            !is_symbolic(vec) && worth_padding(size_of(vec), l);
         for (bool pad : {false, true}) {
-          int64_t l = v * width;
-          // Lanes that pad the axis (196 positions as 2 vectors: 224), the last group masked:
-          // only along the store's contiguous axis (its rows then store whole vectors), on a
-          // target with cheap masks, for a float contraction whose inner loop is load-bound
-          // (below).
-          bool padded_lanes = size_of(vec) % l != 0 && !scatters(vec) && t.masked_vectors &&
-                              !is_symbolic(vec) && worth_padding(size_of(vec), l);
           if (l <= lanes || (size_of(vec) % l != 0 && !padded_lanes)) continue;
           std::vector<Opt> tl = tile_for(vec, l, pad);
           if (tl.empty() || accumulators_of(l, tl) < accumulators_of(lanes, tile)) continue;
@@ -513,6 +508,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
             tile = std::move(tl);
           }
         }
+      }
     return TilePlan{vec, lanes, std::move(tile)};
   };
   auto loads_per_fma = [&](const TilePlan& p) { return loads_per_fma_of(p.lanes, p.tile); };
