@@ -1,5 +1,6 @@
 #include "compiler/opt/choose_opts.h"
 
+#include "compiler/opt/split_affinity.h"
 #include "compiler/opt/tuning_cache.h"
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
@@ -27,6 +28,13 @@ void check_beam_target(const TuningOptions& o, const TargetInfo& t) {
                       "beam search times kernels on this machine: it needs the host target "
                       "(for another target, use a tuning cache made on that kind of CPU)",
                       {Option::TuningCache});
+}
+
+// True when choose_opts takes the heuristics' proposal for `p` (not forced, cached or tuned).
+bool chosen_by_heuristics(const KernelProgram& p, const TuningOptions& o) {
+  if (o.forced && o.forced->count(p.name)) return false;
+  if (o.opt_level == OptLevel::None) return false;
+  return !((o.beam > 0 || o.cache) && is_contraction_kernel(p.ast));
 }
 
 }  // namespace
@@ -78,6 +86,9 @@ std::vector<OptimizedKernel> optimize_programs(const Plan& plan, const TargetInf
                         str_cat("beam ", p.name, " (", i + 1, "/", plan.programs.size(), ")"));
     out.push_back(choose_opts(p, t, o, stats));
   }
+  std::vector<bool> heuristic;
+  for (const KernelProgram& p : plan.programs) heuristic.push_back(chosen_by_heuristics(p, o));
+  follow_producer_splits(plan, opt_target(t, o.opt_level), heuristic, out);
   return out;
 }
 

@@ -4,6 +4,9 @@
 //                        >  beam search (--beam N, contraction kernels, host target only)
 //                        >  the heuristics at the optimization level
 //
+// Then the heuristics' kernels whose producer split their input along another axis are split
+// like it (split_affinity.h).
+//
 // Whatever proposes, the applier (opts.h) decides: a proposed opt it refuses is dropped. Task
 // counts come out with the optimized kernels and go into the plan's launches, which is all the
 // package writer needs to know of the optimizations.

@@ -64,7 +64,15 @@ bool is_contraction_kernel(const UOp* ast);
 // (the expander makes DOT4s of it; its lanes are int32 accumulators whatever it stores).
 bool is_dot_contraction(const UOp* ast);
 
-// The heuristics' proposal for one kernel.
-std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t);
+// The heuristics' proposal for one kernel. `split_along`, an output loop of `ast` (see
+// split_affinity.h), is split into tasks instead of the outermost loop when it gives tasks
+// enough and each task's share of a row spans whole cache lines; the rest of the proposal is
+// unchanged.
+std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t, const UOp* split_along = nullptr);
+
+// The coefficient of range `r` in an index that is a sum of (range * constant) terms (a packed
+// panel's lanes count as contiguous): 0 if the index does not use r, -1 if it uses it in some
+// other way.
+int64_t stride_of(const UOp* idx, const UOp* r);
 
 }  // namespace kiln

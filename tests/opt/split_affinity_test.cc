@@ -1,0 +1,151 @@
+// Task splits that follow the producer's (compiler/opt/split_affinity.h), on mobilenet_v2's
+// 112x112 pattern: a 1x1 expansion whose tasks split the rows of a padded map, then the border
+// fills of that map and a stride-2 depthwise layer, which split the same rows instead of their
+// channels (or of nothing); a 1x1 consumer keeps its own split.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "compiler/opt/split_affinity.h"
+#include "compiler/tensor/nn.h"
+#include "tests/schedule/random_graph.h"
+
+namespace kiln {
+namespace {
+
+OptTarget avx512() {
+  OptTarget t{64, 32};
+  t.masked_vectors = true;
+  return t;
+}
+
+OptTarget avx2() {
+  OptTarget t{32, 16};
+  t.masked_vectors = true;
+  return t;
+}
+
+struct Chain {
+  std::unique_ptr<Graph> graph;  // owns the plan's UOps
+  Plan plan;
+  std::vector<OptimizedKernel> kernels;
+};
+
+// x (16 channels, 112x112) -> 1x1 conv to 96 -> ReLU -> 3x3 depthwise, stride 2, padding 1 ->
+// 1x1 conv to 24; each kernel optimized by the heuristics, then (with `follow`) by
+// follow_producer_splits.
+Chain expansion_then_depthwise(const OptTarget& t, bool follow) {
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  g.lowering().winograd = false;
+  g.lowering().vector_bytes = t.vector_bytes;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 112, 112});
+  NDArray w1(dtypes::float32, {96, 16, 1, 1}), wd(dtypes::float32, {96, 1, 3, 3}),
+      w2(dtypes::float32, {24, 96, 1, 1});
+  Tensor e =
+      relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}));
+  Tensor d = conv(e, Tensor::weight(g, "wd", wd), nullptr, {{2, 2}, {{1, 1}, {1, 1}}, {1, 1}, 96});
+  g.add_output(
+      "y",
+      conv(d, Tensor::weight(g, "w2", w2), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Chain c{std::move(owner), plan_graph(g, {}), {}};
+  for (const KernelProgram& p : c.plan.programs)
+    c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
+  if (follow)
+    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels);
+  return c;
+}
+
+// The stride, in the stored buffer, of the loop a kernel's tasks split (0: one task).
+int64_t split_stride(const KernelProgram& p, const OptimizedKernel& k) {
+  for (const Opt& o : k.opts)
+    if (o.kind == OptKind::Parallel)
+      for (const UOp* u : p.ast->toposort())
+        if (u->op == Op::RANGE && u->range().id == o.range_id)
+          return stride_of(p.ast->src[0]->src[0]->src[1], u);
+  return 0;
+}
+
+// Per launch, in order: the split stride of its output (in elements), and its task count.
+std::vector<std::pair<int64_t, int64_t>> splits(const Chain& c) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const Launch& l : c.plan.launches) {
+    size_t p = static_cast<size_t>(l.program);
+    out.push_back({split_stride(c.plan.programs[p], c.kernels[p]), c.kernels[p].ntasks});
+  }
+  return out;
+}
+
+// The padded map is 96 x 114 x 114 (rows 114 apart, channels 12996); the depthwise layer's
+// output is 96 x 56 x 56 (rows 56 apart, channels 3136).
+TEST(SplitAffinity, ADepthwiseLayerAndItsBorderSplitTheRowsTheirProducerSplit) {
+  OptTarget t = avx512();
+  Chain before = expansion_then_depthwise(t, false), after = expansion_then_depthwise(t, true);
+  std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
+  ASSERT_EQ(b.size(), a.size());
+  int padded = after.plan.launches.at(0).args.at(0);
+  EXPECT_EQ(a[0].first, 114) << "the expansion (16 -> 96 at 112x112) splits the map's rows";
+  int depthwise = 0, fills = 0, split_fills = 0, others = 0;
+  for (size_t i = 1; i < a.size(); ++i) {
+    const Launch& l = after.plan.launches[i];
+    if (l.args[0] == padded) {
+      // A border fill: the column one (96 x 112 rows x 2 stores, one task before: too little
+      // work) now splits the rows; the top and bottom rows' (2 rows) cannot.
+      ++fills;
+      EXPECT_EQ(b[i].second, 1) << "launch " << i;
+      if (a[i].second > 1) {
+        ++split_fills;
+        EXPECT_EQ(a[i].first, 114) << "launch " << i;
+        EXPECT_GE(a[i].second, 8) << "launch " << i;
+      }
+    } else if (std::find(l.args.begin() + 1, l.args.end(), padded) != l.args.end()) {
+      ++depthwise;  // its channels before, the rows its stride-2 window reads after
+      EXPECT_EQ(b[i].first, 3136) << "launch " << i;
+      EXPECT_EQ(a[i].first, 56) << "launch " << i;
+      EXPECT_GE(a[i].second, 8) << "launch " << i;
+    } else {
+      ++others;  // the last 1x1 layer combines all channels of a position: its split is its own
+      EXPECT_EQ(a[i], b[i]) << "launch " << i;
+    }
+  }
+  EXPECT_EQ(depthwise, 1);
+  EXPECT_EQ(fills, 2);
+  EXPECT_EQ(split_fills, 1);
+  EXPECT_EQ(others, 1);
+}
+
+// Where the producer splits channels (the same expansion on AVX2 takes its 96 channels in 12
+// tiles of 8), the depthwise layer already splits them too and keeps its opts; the border fills,
+// one task each before, split the channels like the expansion.
+TEST(SplitAffinity, AProducerSplittingChannelsIsFollowedAlongChannels) {
+  OptTarget t = avx2();
+  Chain before = expansion_then_depthwise(t, false), after = expansion_then_depthwise(t, true);
+  std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
+  ASSERT_EQ(a[0].first, 12996);
+  int padded = after.plan.launches.at(0).args.at(0), fills = 0;
+  for (size_t i = 1; i < a.size(); ++i) {
+    const Launch& l = after.plan.launches[i];
+    size_t p = static_cast<size_t>(l.program);
+    if (l.args[0] == padded) {
+      ++fills;
+      EXPECT_EQ(b[i].second, 1) << "launch " << i;
+      EXPECT_EQ(a[i].first, 12996) << "launch " << i;
+      EXPECT_GE(a[i].second, 8) << "launch " << i;
+    } else {
+      EXPECT_EQ(after.kernels[p].opts, before.kernels[p].opts) << "launch " << i;
+    }
+  }
+  EXPECT_EQ(fills, 2);
+}
+
+TEST(SplitAffinity, ForcedOrTunedKernelsKeepTheirSplit) {
+  OptTarget t = avx512();
+  Chain c = expansion_then_depthwise(t, false);
+  std::vector<OptimizedKernel> kept = c.kernels;
+  follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), false), kept);
+  for (size_t p = 0; p < kept.size(); ++p) EXPECT_EQ(kept[p].opts, c.kernels[p].opts) << p;
+}
+
+}  // namespace
+}  // namespace kiln
