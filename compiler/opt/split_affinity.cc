@@ -70,8 +70,10 @@ const UOp* loop_along(const UOp* ast, int64_t arg, int64_t split) {
   return found;
 }
 
-// A depthwise convolution or a pooling window (a reduction over the window only), or a kernel
-// that stores without loading (a border fill): the kernels whose split is free to follow.
+// The kernels whose split may follow: a float contraction (of which loop_along keeps the ones
+// that read only where they write, a depthwise convolution or a Winograd transform pass; a 1x1
+// convolution or a matmul reads its input for every output channel) or a kernel that stores
+// without loading (a border fill).
 bool free_to_follow(const UOp* ast) {
   bool loads = false;
   for (const UOp* u : ast->toposort()) loads |= u->op == Op::LOAD;
@@ -100,11 +102,14 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
       if (!along)
         if (auto it = split_of.find(l.args[0]); it != split_of.end())
           along = loop_along(ast, 0, it->second);
-      if (along && split_stride(ast, kernels[p]) != stride_of(store_index(ast), along)) try {
+      const UOp* stored = store_index(ast);
+      if (along && stored && split_stride(ast, kernels[p]) != stride_of(stored, along)) {
+        try {
           kernels[p] = apply_opts(ast, default_opts(ast, t, along));
         } catch (const OptRefused&) {
           // the first choice stands
         }
+      }
     }
     // (A split of stride 1 is a merged loop of positions: no single axis of a consumer walks it.)
     if (int64_t s = split_stride(ast, kernels[p]); s > 1) split_of[l.args.at(0)] = s;
