@@ -70,9 +70,4 @@ bool is_dot_contraction(const UOp* ast);
 // unchanged.
 std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t, const UOp* split_along = nullptr);
 
-// The coefficient of range `r` in an index that is a sum of (range * constant) terms (a packed
-// panel's lanes count as contiguous): 0 if the index does not use r, -1 if it uses it in some
-// other way.
-int64_t stride_of(const UOp* idx, const UOp* r);
-
 }  // namespace kiln

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "compiler/opt/kernel_queries.h"
+
 namespace kiln {
 
 namespace {
@@ -14,10 +16,9 @@ const UOp* range_with_id(const UOp* ast, int64_t id) {
 
 // The index a kernel stores its output at; nullptr if it does not store through one INDEX.
 const UOp* store_index(const UOp* ast) {
-  if (ast->src.empty() || ast->src[0]->op != Op::STORE || ast->src[0]->src.empty() ||
-      ast->src[0]->src[0]->op != Op::INDEX)
-    return nullptr;
-  return ast->src[0]->src[0]->src[1];
+  const UOp* st = store_of(ast);
+  if (!st || st->op != Op::STORE || st->src.empty() || st->src[0]->op != Op::INDEX) return nullptr;
+  return st->src[0]->src[1];
 }
 
 // The stride, in elements of the stored buffer, of the axis a kernel's tasks split; 0 if it runs
@@ -42,12 +43,6 @@ std::vector<const UOp*> load_indices(const UOp* ast, int64_t arg) {
   return out;
 }
 
-bool uses(const UOp* u, const UOp* range) {
-  for (const UOp* r : u->ranges())
-    if (r == range) return true;
-  return false;
-}
-
 // The output loop of `ast` that walks the axis of stride `split` of argument `arg` (the same
 // stride, or twice it for a stride-2 window), when every access of that argument moves with every
 // output loop (each task reads only where it writes); nullptr otherwise.
@@ -60,7 +55,7 @@ const UOp* loop_along(const UOp* ast, int64_t arg, int64_t split) {
   const UOp* found = nullptr;
   for (const UOp* idx : indices)
     for (const UOp* r : kr.loops) {
-      if (!uses(idx, r)) return nullptr;  // a broadcast: every task would re-read it
+      if (!depends_on(idx, r)) return nullptr;  // a broadcast: every task would re-read it
       int64_t s = stride_of(idx, r);
       if (s > 0 && s % split == 0 && s / split <= 2) {
         if (found && found != r) return nullptr;

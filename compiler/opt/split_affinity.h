@@ -10,11 +10,12 @@
 // follow_producer_splits walks the launches in order, records along which axis of its output
 // buffer each launch's tasks split (as that axis's stride in elements), and gives a later kernel
 // the loop with the same stride (or twice it: a stride-2 window) as its split, when the kernel
-// reads that buffer only where it writes (a depthwise convolution, a pool's window: every load
-// of the buffer moves with every output loop, so no task re-reads another's inputs) or writes
-// without reading (a padded map's border). Kernels that combine positions or channels (1x1
-// convolutions, matmuls) keep their split: theirs is a trade of re-read weights and inputs that
-// the heuristics weigh (heuristics.cc, streaming_order).
+// reads that buffer only where it writes (a depthwise convolution or a global pool of a product,
+// over a 2-D window: every load of the buffer moves with every output loop, so no task re-reads
+// another's inputs) or writes without reading (a padded map's border). Kernels that combine
+// positions or channels (1x1 convolutions, matmuls) keep their split: theirs is a trade of
+// re-read weights and inputs that the heuristics weigh (heuristics.cc, streaming_order). So do
+// Winograd transform passes (free_to_follow says why).
 #pragma once
 
 #include <vector>

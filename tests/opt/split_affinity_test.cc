@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "compiler/opt/kernel_queries.h"
 #include "compiler/opt/split_affinity.h"
 #include "compiler/tensor/nn.h"
 #include "tests/schedule/random_graph.h"

@@ -1,0 +1,357 @@
+#include "compiler/opt/contraction_tile.h"
+
+#include <algorithm>
+
+#include "compiler/ir/dot_product.h"
+#include "compiler/opt/kernel_queries.h"
+
+namespace kiln {
+
+void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int item,
+                      const OptTarget& t, std::vector<Opt>& opts) {
+  int64_t accumulators = t.accumulators > 0 ? t.accumulators : std::max(4, t.vector_registers / 2);
+  std::vector<const UOp*> loads = product_loads(ast);
+  // In an integer dot-product contraction each 32-bit lane holds four consecutive bytes of the
+  // reduction: an operand is contiguous along an axis it walks 4 bytes per element.
+  int64_t unit = is_dot_contraction(ast) ? 4 : 1;
+  std::vector<std::pair<int, const UOp*>> ranked;  // (score, loop), best first
+  for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
+    const UOp* r = *it;
+    if (size_of(r) % width != 0 && size_of(r) < width) continue;
+    // A symbolic axis is a lane axis only when its smallest run-time size fills a vector (a
+    // batch of 1..8 as lanes would compute 8 lanes for 1).
+    if (is_symbolic(r) && (r->src[0]->vmin() < width || size_of(r) % width != 0)) continue;
+    bool contiguous = false, gathers = false;
+    for (const UOp* l : loads) {
+      int64_t st = load_stride(l, r);
+      if (st == unit)
+        contiguous = true;
+      else if (st != 0)
+        gathers = true;
+    }
+    if (!contiguous || gathers) continue;
+    ranked.push_back({1 + (size_of(r) % width == 0 ? 2 : 0), r});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  // The tile's broadcast axes for `lanes` on lane axis `vec`, within the accumulator budget.
+  // `pad`: take the largest padded upcast worth its padding even when an exact one is more than
+  // a quarter of it (the caller weighs the padding).
+  auto tile_for = [&](const UOp* vec, int64_t lanes, bool pad = false) {
+    int64_t budget = accumulators * width / std::max<int64_t>(1, lanes);
+    std::vector<Opt> tile;
+    for (auto it = kr.loops.rbegin(); it != kr.loops.rend() && budget >= 2; ++it) {
+      const UOp* r = *it;
+      if (r == vec) continue;
+      bool reuses = true;
+      for (const UOp* l : loads)
+        if (load_stride(l, vec) != 0 && depends_on(l, r)) reuses = false;
+      if (!reuses) continue;
+      // The largest power of two within the budget that divides the range; or, when that is a
+      // quarter of what padding allows, one that pads it by at most a quarter (the padded lanes
+      // are masked: their loads read element 0 and their stores are skipped). A 27-wide map
+      // takes 4 (7 groups, 1 of 28 lanes idle) rather than nothing, 7- and 13-wide maps 8; a
+      // 14-wide map keeps 2.
+      // A symbolic axis takes a divisor of its bound (and no padding choice): at a smaller
+      // run-time size the last group computes rows nobody reads, at most amount - 1 of them,
+      // which costs little beside the operand the rows share (a GEMM's weights).
+      int64_t exact = 1, padded = 1, n = size_of(r);
+      for (int64_t p = budget; p >= 2 && exact == 1; p /= 2)
+        if (n % p == 0) exact = p;
+      for (int64_t p = budget; p >= 2 && padded == 1 && !is_symbolic(r); p /= 2)
+        if (worth_padding(n, p)) padded = p;
+      int64_t up = padded >= 4 * exact || (pad && padded > exact) ? padded : exact;
+      if (up > 1) {
+        tile.push_back({OptKind::Upcast, r->range().id, up});
+        budget /= up;
+      }
+    }
+    return tile;
+  };
+  auto accumulators_of = [&](int64_t lanes, const std::vector<Opt>& tile) {
+    int64_t a = std::max<int64_t>(1, lanes / width);
+    for (const Opt& o : tile) a *= o.amount;
+    return a;
+  };
+  // Whether the store scatters lane axis vec's lanes (its index is not contiguous along it).
+  const UOp* store = store_of(ast);
+  auto scatters = [&](const UOp* vec) {
+    return store && stride_of(store->src[0]->src[1], vec) != 1;
+  };
+  // Multiply-adds per output: the reduction's length (summed over a fused block's reductions).
+  double fmas_per_output = 0;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::REDUCE) {
+      double n = 1;
+      for (size_t i = 1; i < u->src.size(); ++i) n *= static_cast<double>(size_of(u->src[i]));
+      fmas_per_output += n;
+    }
+  // Loads per accumulator update in the inner loop: the vector operand's loads (one per vector
+  // on the lane axis) plus one broadcast per tile position.
+  // A lane axis narrower than the vector (8 channels of a panel on a 16-lane target) fills each
+  // accumulator half, so its FMAs count for what they compute: a classifier's 8 channels x 32
+  // positions otherwise beat 16 positions x 8 channels and ran 13% slower.
+  auto loads_per_fma_of = [&](int64_t lanes, const std::vector<Opt>& tile) {
+    int64_t positions = 1;
+    for (const Opt& o : tile) positions *= o.amount;
+    double filled = static_cast<double>(std::min(lanes, width)) / static_cast<double>(width);
+    return static_cast<double>(std::max<int64_t>(1, lanes / width) + positions) /
+           (static_cast<double>(accumulators_of(lanes, tile)) * filled);
+  };
+  struct TilePlan {
+    const UOp* vec;
+    int64_t lanes;
+    std::vector<Opt> tile;
+  };
+  auto plan_for = [&](const UOp* vec) {
+    int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
+    // A symbolic lane axis: lanes that divide its bound, no padding choices (the lanes past
+    // the run-time size read and write the buffers' padding, inside the bound).
+    if (is_symbolic(vec)) return TilePlan{vec, lanes, tile_for(vec, lanes)};
+    // A lane axis that only takes a small divisor (a depthwise convolution's 14-wide W: 2) is
+    // padded to one vector instead when masked accesses are cheap.
+    if (lanes < width) lanes = lane_count(size_of(vec), width, item, t.masked_vectors);
+    // An odd axis's largest divisor (3025 = 55x55 positions: 25) is a vector and a remnant:
+    // whole vectors instead, the last group masked.
+    else if ((lanes & (lanes - 1)) != 0)
+      lanes = lane_count(size_of(vec), std::max(1, t.lane_vectors) * width, item, t.masked_vectors);
+    // Half a vector (1000 channels take 8 of 16 lanes) fills each accumulator half: one whole
+    // vector instead, its last group masked, when the loads along the axis stay in bounds.
+    int64_t whole = (size_of(vec) + width - 1) / width * width;
+    if (lanes < width && lanes >= width / 2 && t.masked_vectors && size_of(vec) > width &&
+        worth_padding(size_of(vec), width) && loads_fit_padded(loads, vec, whole))
+      lanes = width;
+    // Two vectors on a lane axis of an odd number of vectors (1000 classes: 62.5 of 16 lanes),
+    // the last group's extra lanes masked, when every load along it stays inside its buffer (a
+    // weight packed with zero channels up to a vector pair): 16 channels x 4 positions load
+    // less per FMA than 8 x 8; on AVX-512, 32 channels x 8 positions (2 + 8 loads per 16 FMAs)
+    // rather than 16 positions x 8 channels (1 + 8 per 8): squeezenet's classifier ran at 88
+    // GFLOP/s with the latter.
+    int64_t want = std::max(1, t.lane_vectors) * width;
+    int64_t padded_vec = (size_of(vec) + want - 1) / want * want;
+    if (t.masked_vectors && lanes == width && want > width && size_of(vec) > want &&
+        worth_padding(size_of(vec), want) && loads_fit_padded(loads, vec, padded_vec))
+      lanes = want;
+    std::vector<Opt> tile = tile_for(vec, lanes);
+    // No axis reuses the vector operand (a depthwise convolution: its input varies along every
+    // output axis): a few rows anyway, as independent accumulators, so the window's FMAs are not
+    // one dependent chain per vector; a stride-1 window's rows overlap, so they share loads too
+    // (a 14x14 depthwise layer ran 1.6x faster with 2 rows; 4 were slower at 28x28).
+    bool rows_anyway = false;
+    if (tile.empty() && lanes >= width / 2)
+      for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
+        const UOp* r = *it;
+        if (r == vec) continue;
+        int64_t up = size_of(r) % 2 == 0 ? 2 : 1;
+        if (up > 1) tile.push_back({OptKind::Upcast, r->range().id, up});
+        // Whether the rows' windows overlap: a load steps along r by a multiple (at most the
+        // window's extent) of its step along a reduce range (a 3x3 window's input row y + ky).
+        for (const UOp* l : loads)
+          for (const UOp* red : kr.reduces) {
+            int64_t a = load_stride(l, r), w = load_stride(l, red);
+            if (up > 1 && a > 0 && w > 0 && a % w == 0 && a / w < size_of(red)) rows_anyway = true;
+          }
+        break;
+      }
+    // One vector on the lane axis when that lets the broadcast axes fill the budget (7x7 maps:
+    // 8 padded positions x 8 channels reuse each weight vector 8 times).
+    if (lanes > width && size_of(vec) % width == 0) {
+      std::vector<Opt> narrow = tile_for(vec, width);
+      if (accumulators_of(width, narrow) > accumulators_of(lanes, tile)) {
+        lanes = width;
+        tile = std::move(narrow);
+      }
+    }
+    // More vectors on the lane axis instead (up to 8, dividing it: 1000 classes take 5 of 8)
+    // when that gives more accumulators than the broadcast axes can (1x1 outputs, 13x13 maps).
+    // A tile that already covers its broadcast axes whole (a GEMV-like step: batch 2 of a
+    // recurrent layer) is kept when the vectors still fit beside it: both rows then share every
+    // weight vector load, where dropping the tile streamed the weight once per row.
+    // Not when the store scatters the lanes (a Winograd output transform: channels contiguous
+    // in its input, planes apart in its output): each vector is 16 lines written at once, and
+    // 8 of them ran 0.072 ms where 2 ran 0.050 (squeezenet's 128-channel transform).
+    // Nor when the rows above share their windows' loads: a 112-wide depthwise layer took 7
+    // vectors of one row (a load per FMA) and ran 0.218 ms, with 2 rows of one vector 0.115 (a
+    // resize's rows share nothing: its 8 vectors stay).
+    if (lanes % width == 0 && !scatters(vec) && !rows_anyway)
+      for (int64_t v = std::min<int64_t>(8, accumulators); v > lanes / width; --v)
+        if (size_of(vec) % (v * width) == 0) {
+          int64_t positions = accumulators_of(width, tile);
+          bool whole = !tile.empty();
+          for (const Opt& o : tile)
+            for (const UOp* r : kr.loops)
+              if (r->range().id == o.range_id && size_of(r) != o.amount) whole = false;
+          if (whole && v * positions <= accumulators &&
+              v * positions > accumulators_of(lanes, tile)) {
+            lanes = v * width;
+          } else if (v > accumulators_of(lanes, tile)) {
+            lanes = v * width;
+            tile.clear();
+          }
+          break;
+        }
+    // A broadcast axis padded to its upcast by more than a tenth (49 positions in groups of 8:
+    // 56) computes the padded rows for nothing; half the positions beside twice the lane vectors
+    // keep the accumulators, pad less (49 in groups of 4: 52) and load fewer operands per FMA (4 +
+    // 4 per 16 rather than 2 + 8): taken when that costs less per useful FMA (mobilenet_v2's 7x7
+    // 1x1 layers ran at 69 GFLOP/s with 8 x 32, at 91 with 4 x 64, the tuner's choice).
+    if (tile.size() == 1 && lanes % width == 0 && lanes * 2 <= 8 * width &&
+        size_of(vec) % (lanes * 2) == 0 && tile[0].amount >= 4) {
+      int64_t n = 0;
+      for (const UOp* r : kr.loops)
+        if (r->range().id == tile[0].range_id) n = size_of(r);
+      auto cost = [&](int64_t vectors, int64_t up) {
+        double used = used_share(n, up);
+        return static_cast<double>(vectors + up) / static_cast<double>(vectors * up) / used;
+      };
+      int64_t v = lanes / width, up = tile[0].amount;
+      int64_t padded_n = (n + up - 1) / up * up;
+      // Not when the lane axis is the outermost loop and its wider vectors would leave the tasks
+      // few (320 channels in 64s: 5 tasks, which 2 threads split 3:2).
+      bool few_tasks = vec == kr.loops.front() && size_of(vec) / (2 * lanes) < t.max_tasks / 2;
+      // Only where half the positions do pad less: a 7-wide row takes 8 either way, and 4
+      // positions x 64 channels then loaded twice the weight vectors per FMA for nothing
+      // (resnet50's 7x7 3x3 layers: 2.04 ms with 4 x 64, 1.78 with 8 x 32).
+      bool pads_less = used_share(n, up / 2) > used_share(n, up);
+      if (10 * (padded_n - n) > padded_n && pads_less && cost(2 * v, up / 2) < cost(v, up) &&
+          !few_tasks) {
+        tile[0].amount = up / 2;
+        lanes *= 2;
+      }
+    }
+    // The share of a tile's positions that are not padding.
+    auto padding_of = [&](const std::vector<Opt>& tl) {
+      double used = 1;
+      for (const Opt& o : tl)
+        for (const UOp* r : kr.loops)
+          if (r->range().id == o.range_id) used *= used_share(size_of(r), o.amount);
+      return used;
+    };
+    // Loads per useful FMA: padded positions and lanes compute nothing.
+    auto tile_cost = [&](int64_t l, const std::vector<Opt>& tl) {
+      return loads_per_fma_of(l, tl) / (padding_of(tl) * used_share(size_of(vec), l));
+    };
+    // More vectors beside fewer tile positions, when that loads less per useful FMA with as
+    // many accumulators (a 14x14 1x1 layer over 576 channels: 64 channels x 4 positions load 8
+    // per 16 FMAs, 16 channels x 16 padded positions 17: mobilenet_v2's took 0.181 ms with the
+    // latter, 0.161 with the tuner's choice, the former). The positions beside the wider lanes
+    // may be padded too, where an exact divisor is small: a 14x14 layer's 196 positions take 8
+    // (200) beside 32 channels rather than 4 (efficientnet_b0's 112 -> 672 expansions: 16 x 16
+    // ran 0.206-0.221 ms, 8 x 32 0.193; 10 loads per 16 FMAs against 17).
+    if (lanes % width == 0 && !tile.empty() && !rows_anyway)
+      for (int64_t v = 2; v <= 8; v *= 2) {
+        int64_t l = v * width;
+        // Lanes that pad the axis (196 positions as 2 vectors: 224), the last group masked: only
+        // along the store's contiguous axis (its rows then store whole vectors), on a target with
+        // cheap masks, for a float contraction whose inner loop is load-bound (below).
+        bool padded_lanes = size_of(vec) % l != 0 && !scatters(vec) && t.masked_vectors &&
+                            !is_symbolic(vec) && worth_padding(size_of(vec), l);
+        for (bool pad : {false, true}) {
+          if (l <= lanes || (size_of(vec) % l != 0 && !padded_lanes)) continue;
+          std::vector<Opt> tl = tile_for(vec, l, pad);
+          if (tl.empty() || accumulators_of(l, tl) < accumulators_of(lanes, tile)) continue;
+          // Only where the positions then pad less: with exact tiles either way the wider lanes
+          // were as often slower (a transformer's attention scores 0.26 -> 0.39 ms, its 128-row
+          // GEMMs 4-6%) as faster (resnet18's Winograd products at 16 positions, 11%). Or where
+          // padded lanes take a tile that loads more than once per FMA (a vector and 16
+          // broadcasts per 16) to one that loads under 0.75 (2 vectors and 8 channels), over a
+          // reduction of 128 or more: efficientnet_b0's and mobilenet_v2's projections to
+          // 80-160 channels at 14x14 and 28x28 ran 7-15% faster as 32 positions x 8 channels
+          // (672 -> 112: 0.207 -> 0.182 ms), resnet50's layer2 conv3 10% (0.59 -> 0.53). Not
+          // over short reductions, whose epilogue costs more than the loads (16 -> 96 at
+          // 112x112 with SiLU: 0.49 -> 0.56 ms; 64 -> 384: +12%), nor for int8 dot products
+          // (mobilenet_v2_qdq's 1x1 layers 5-30% slower).
+          bool load_bound = padded_lanes && unit == 1 && fmas_per_output >= 128 &&
+                            loads_per_fma_of(lanes, tile) > 1.0 && loads_per_fma_of(l, tl) < 0.75;
+          if (padding_of(tl) <= padding_of(tile) && !load_bound) continue;
+          // Nor when the lane axis is the outermost loop and would leave tasks that 2 and 4
+          // threads cannot split evenly (192 channels in 64s: 3 tasks, which 2 threads split
+          // 2:1). 4 tasks are enough: resnet50's 1x1 layers at 14x14 (1024 -> 256 channels) ran
+          // 0.60-0.81 ms as 16 positions x 16 channels, 0.48-0.55 as 4 x 64 in 4 tasks (2
+          // threads: 0.35 -> 0.25-0.28).
+          int64_t tasks = (size_of(vec) + l - 1) / l;
+          if (vec == kr.loops.front() && tasks < t.max_tasks / 2 && (tasks < 4 || tasks % 2 != 0))
+            continue;
+          if (tile_cost(l, tl) < 0.85 * tile_cost(lanes, tile)) {
+            lanes = l;
+            tile = std::move(tl);
+          }
+        }
+      }
+    return TilePlan{vec, lanes, std::move(tile)};
+  };
+  auto loads_per_fma = [&](const TilePlan& p) { return loads_per_fma_of(p.lanes, p.tile); };
+  // Memory operations per useful FMA, the stores included: an accumulator is stored once per
+  // output, after its reduction's FMAs; a store that scatters its lanes (output channels as
+  // lanes in an NCHW map, planes apart) is one store per lane. With few FMAs per output (a 1x1
+  // layer over 16 input channels) that outweighs the loads: squeezenet's 16 -> 64 expansion at
+  // 55x55 ran 0.093 ms with channels as lanes, 0.060 with positions.
+  auto memory_ops_per_fma = [&](const TilePlan& p) {
+    double lanes_used = used_share(size_of(p.vec), p.lanes);
+    double filled = static_cast<double>(std::min(p.lanes, width)) / static_cast<double>(width);
+    double stores = scatters(p.vec) ? static_cast<double>(width) : 1.0;
+    return (loads_per_fma(p) + stores / (std::max(1.0, fmas_per_output) * filled)) / lanes_used;
+  };
+  TilePlan plan;
+  if (ranked.empty()) {
+    // No clean vector axis: the store's contiguous axis, as for elementwise kernels.
+    const UOp* vec = contiguous_loop(ast, kr);
+    if (!vec) return;
+    plan = plan_for(vec);
+  } else if (t.lane_choice > 0) {  // the tuner's alternative
+    plan = plan_for(
+        ranked[std::min<size_t>(static_cast<size_t>(t.lane_choice), ranked.size() - 1)].second);
+  } else {
+    // Among the equally ranked lane axes (a convolution's W and output channels), the one whose
+    // tile loads least per FMA: output channels x 4 positions load 6 per 8 FMAs, W x 8 channels
+    // 9 (a 64-channel 3x3 layer at 56x56 ran 37% faster).
+    // A lane axis whose store scatters is weighed against every other (positions that a vector
+    // does not divide: 3025 = 55x55, the last group masked).
+    plan = plan_for(ranked[0].second);
+    bool all = scatters(plan.vec);
+    for (size_t i = 1; i < ranked.size() && (all || ranked[i].first == ranked[0].first); ++i) {
+      TilePlan other = plan_for(ranked[i].second);
+      if (memory_ops_per_fma(other) < memory_ops_per_fma(plan)) plan = std::move(other);
+    }
+  }
+  const UOp* vec = plan.vec;
+  int64_t lanes = plan.lanes;
+  std::vector<Opt> tile = std::move(plan.tile);
+  opts.insert(opts.end(), tile.begin(), tile.end());
+  if (lanes > 1) opts.push_back({OptKind::Upcast, vec->range().id, lanes});
+  // Per reduction (a fused residual block has two): unroll a small kernel window (its innermost
+  // ranges: a 3x3 convolution's kh and kw) completely, so its short loops and their index
+  // updates go (a 3x3 layer ran ~25% faster than with the channel loop unrolled by 4);
+  // otherwise its first range by up to 4 (without, a downsample fused after a 1x1 conv ran its
+  // channel loop one FMA chain at a time).
+  // Not the window when it would be the only independent work beside a lane axis of half a
+  // vector (a 7x7 depthwise layer's 8 lanes of 16): LLVM's SLP vectorizer pairs the unrolled
+  // copies into whole vectors with an insert each (efficientnet_b0's 5x5 layers at 7x7: 0.33 ms
+  // unrolled, 0.21 as a loop).
+  bool half_vector_alone = lanes < width && tile.empty();
+  for (const UOp* red : ast->toposort()) {
+    if (red->op != Op::REDUCE || red->src.size() < 2) continue;
+    std::vector<const UOp*> ranges(red->src.begin() + 1, red->src.end());
+    std::erase_if(ranges, is_symbolic);
+    if (ranges.empty()) continue;
+    std::sort(ranges.begin(), ranges.end(),
+              [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
+    std::vector<Opt> window;
+    int64_t copies = 1;
+    for (auto it = ranges.rbegin(); it != ranges.rend() && t.unroll_window; ++it) {
+      int64_t n = size_of(*it);
+      if (n > 8 || copies * n > 16) break;
+      window.push_back({OptKind::Unroll, (*it)->range().id, n});
+      copies *= n;
+    }
+    if (copies >= 3 && half_vector_alone) continue;
+    if (copies >= 3) {
+      opts.insert(opts.end(), window.begin(), window.end());
+      continue;
+    }
+    int64_t un = pick_divisor(size_of(ranges[0]), std::max(1, t.unroll));
+    if (un > 1) opts.push_back({OptKind::Unroll, ranges[0]->range().id, un});
+  }
+}
+
+}  // namespace kiln
