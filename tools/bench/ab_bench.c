@@ -1,0 +1,182 @@
+/* Two or more packages of one model timed against each other in one process (docs/performance.md,
+ * "Measuring on a noisy host"):
+ *
+ *   ab_bench PKG_A PKG_B [PKG_C ...] --input NAME=FILE.npy [--threads T] [--blocks B] [--runs R]
+ *
+ * On a shared virtual machine the speed of the host moves by 10-80% over seconds (at 2 threads,
+ * with where it places the two vCPUs), so two packages timed one after the other in separate
+ * runs of kiln-run compare two states of the host more than two packages. Here the packages run
+ * in blocks, in turn (A's block, B's block, ..., B blocks each, default 40), each block R runs
+ * (default 5) after one untimed run; a block's time is its fastest run. Each later package's
+ * ratio to A is taken per block pair, so a change of host speed between pairs cancels; the
+ * median ratio and the share of pairs where it beat A are printed, with each package's median
+ * block time. The packages' outputs are compared (largest difference relative to A's largest
+ * value): a variant that computes something else is not a faster one.
+ * A benchmark, not a test: it checks only that every run succeeds. */
+#define _POSIX_C_SOURCE 199309L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kiln/kiln.h"
+#include "npy.h"
+
+#define MAX_PACKAGES 8
+#define MAX_INPUTS 8
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int failed(kiln_status s, const char* what, const char* package) {
+  if (s == KILN_OK) return 0;
+  fprintf(stderr, "ab_bench: %s: %s: %s\n", package, what, kiln_last_error_message());
+  return 1;
+}
+
+/* The largest |a - b| over float32 outputs, relative to the largest |a|; -1 for other dtypes. */
+static double output_difference(const kiln_session* a, const kiln_session* b, size_t index,
+                                kiln_dtype dtype) {
+  const void *da, *db;
+  size_t na, nb;
+  if (kiln_session_output(a, index, &da, &na) || kiln_session_output(b, index, &db, &nb) ||
+      na != nb)
+    return INFINITY;
+  if (dtype != KILN_DTYPE_FLOAT32) return memcmp(da, db, na) ? INFINITY : 0;
+  const float *fa = da, *fb = db;
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < na / sizeof(float); ++i) {
+    diff = fmax(diff, fabs((double)fa[i] - (double)fb[i]));
+    scale = fmax(scale, fabs((double)fa[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+int main(int argc, char** argv) {
+  const char* packages[MAX_PACKAGES];
+  const char* in_spec[MAX_INPUTS];
+  int n_pkg = 0, n_in = 0, threads = 1, blocks = 40, runs = 5;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    if (!strcmp(a, "--input") && i + 1 < argc && n_in < MAX_INPUTS) {
+      in_spec[n_in++] = argv[++i];
+    } else if (!strcmp(a, "--threads") && i + 1 < argc) {
+      threads = atoi(argv[++i]);
+    } else if (!strcmp(a, "--blocks") && i + 1 < argc) {
+      blocks = atoi(argv[++i]);
+    } else if (!strcmp(a, "--runs") && i + 1 < argc) {
+      runs = atoi(argv[++i]);
+    } else if (a[0] != '-' && n_pkg < MAX_PACKAGES) {
+      packages[n_pkg++] = a;
+    } else {
+      fprintf(stderr,
+              "usage: ab_bench PKG_A PKG_B [PKG ...] --input NAME=FILE.npy [--threads T] "
+              "[--blocks B] [--runs R]\n");
+      return 2;
+    }
+  }
+  if (n_pkg < 2 || threads < 1 || blocks < 1 || runs < 1) {
+    fprintf(stderr, "ab_bench: two or more packages, and positive --threads, --blocks, --runs\n");
+    return 2;
+  }
+  npy_array arrays[MAX_INPUTS];
+  for (int i = 0; i < n_in; ++i) {
+    const char* eq = strchr(in_spec[i], '=');
+    char err[512];
+    if (!eq || npy_read(eq + 1, &arrays[i], err, sizeof err)) {
+      fprintf(stderr, "ab_bench: --input %s: %s\n", in_spec[i], eq ? err : "wants NAME=FILE.npy");
+      return 2;
+    }
+  }
+  kiln_model* models[MAX_PACKAGES] = {0};
+  kiln_session* sessions[MAX_PACKAGES] = {0};
+  double* block_ms = calloc((size_t)(n_pkg * blocks), sizeof(double));
+  double* ratios = calloc((size_t)blocks, sizeof(double));
+  int rc = 1;
+  if (!block_ms || !ratios) goto out;
+  for (int p = 0; p < n_pkg; ++p) {
+    kiln_model_options mo;
+    kiln_model_options_init(&mo);
+    kiln_session_options so;
+    kiln_session_options_init(&so);
+    so.num_threads = (size_t)threads;
+    if (failed(kiln_model_load_file(packages[p], &mo, &models[p]), "loading", packages[p]) ||
+        failed(kiln_session_create(models[p], &so, &sessions[p]), "creating a session",
+               packages[p]))
+      goto out;
+    for (int i = 0; i < n_in; ++i) {
+      size_t idx;
+      char name[256];
+      size_t len = (size_t)(strchr(in_spec[i], '=') - in_spec[i]);
+      snprintf(name, sizeof name, "%.*s", (int)len, in_spec[i]);
+      if (failed(kiln_model_find_input(models[p], name, &idx), "--input", packages[p]) ||
+          failed(kiln_session_set_input(sessions[p], idx, arrays[i].dtype, arrays[i].data,
+                                        arrays[i].size_bytes),
+                 "--input", packages[p]))
+        goto out;
+    }
+  }
+  for (int b = 0; b < blocks; ++b)
+    for (int p = 0; p < n_pkg; ++p) {
+      double best = INFINITY;
+      for (int r = 0; r <= runs; ++r) {
+        double s = now_ms();
+        if (failed(kiln_session_run(sessions[p]), "running", packages[p])) goto out;
+        if (r > 0) best = fmin(best, now_ms() - s);  // the first run of a block is untimed
+      }
+      block_ms[p * blocks + b] = best;
+    }
+  printf("threads: %d, %d blocks of %d runs (median of block minima)\n", threads, blocks, runs);
+  for (int p = 0; p < n_pkg; ++p) {
+    double med_ms;
+    double* own = malloc((size_t)blocks * sizeof(double));
+    if (!own) goto out;
+    memcpy(own, &block_ms[p * blocks], (size_t)blocks * sizeof(double));
+    med_ms = median(own, blocks);
+    free(own);
+    printf("%s: %.4f ms", packages[p], med_ms);
+    if (p > 0) {
+      int wins = 0;
+      for (int b = 0; b < blocks; ++b) {
+        ratios[b] = block_ms[p * blocks + b] / block_ms[b];
+        wins += ratios[b] < 1;
+      }
+      size_t n_out;
+      double worst = 0;
+      kiln_model_output_count(models[0], &n_out);
+      for (size_t o = 0; o < n_out; ++o) {
+        kiln_tensor_info t;
+        t.struct_size = sizeof t;
+        kiln_model_output_info(models[0], o, &t);
+        worst = fmax(worst, output_difference(sessions[0], sessions[p], o, t.dtype));
+      }
+      printf("  ratio to %s: %.3f (faster in %d of %d pairs), outputs differ by %.2g", packages[0],
+             median(ratios, blocks), wins, blocks, worst);
+    }
+    printf("\n");
+  }
+  rc = 0;
+out:
+  for (int p = 0; p < n_pkg; ++p) {
+    if (sessions[p]) kiln_session_release(sessions[p]);
+    if (models[p]) kiln_model_release(models[p]);
+  }
+  for (int i = 0; i < n_in; ++i) npy_free(&arrays[i]);
+  free(block_ms);
+  free(ratios);
+  return rc;
+}
