@@ -21,16 +21,23 @@ const UOp* store_index(const UOp* ast) {
   return st->src[0]->src[1];
 }
 
-// The stride, in elements of the stored buffer, of the axis a kernel's tasks split; 0 if it runs
-// as one task or splits along something else than one axis.
-int64_t split_stride(const UOp* ast, const OptimizedKernel& k) {
+// The axis of a buffer a kernel's tasks split: its stride in elements, and the elements it spans
+// (stride times the loop's size: 3025 for a 55x55 map's positions walked as one loop, the same
+// as its 55 rows of 55). stride 0: one task, or a split along something else than one axis.
+struct SplitAxis {
+  int64_t stride = 0, span = 0;
+};
+
+SplitAxis split_axis(const UOp* ast, const OptimizedKernel& k) {
   const UOp* idx = store_index(ast);
-  if (k.ntasks <= 1 || !idx) return 0;
+  if (k.ntasks <= 1 || !idx) return {};
   for (const Opt& o : k.opts)
     if (o.kind == OptKind::Parallel)
-      if (const UOp* r = range_with_id(ast, o.range_id))
-        return std::max<int64_t>(0, stride_of(idx, r));
-  return 0;
+      if (const UOp* r = range_with_id(ast, o.range_id)) {
+        int64_t s = stride_of(idx, r);
+        if (s > 0) return {s, s * size_of(r)};
+      }
+  return {};
 }
 
 // The indices of a kernel's loads from argument `arg`.
@@ -43,41 +50,44 @@ std::vector<const UOp*> load_indices(const UOp* ast, int64_t arg) {
   return out;
 }
 
-// The output loop of `ast` that walks the axis of stride `split` of argument `arg` (the same
-// stride, or twice it for a stride-2 window), when every access of that argument moves with every
-// output loop (each task reads only where it writes); nullptr otherwise.
-const UOp* loop_along(const UOp* ast, int64_t arg, int64_t split) {
+// The output loop of `ast` that walks `axis` of argument `arg` in every access of that argument,
+// so that a task split along it reads only the part its producer's task of the same share wrote:
+// the loop whose span in the buffer (stride times size) is the axis's within a factor of two,
+// which is the same axis, a stride-2 window's (twice the stride, half the size), the rows of a
+// map whose positions the producer walked as one loop, or a padded map's; a column loop or a
+// channel loop spans far less or far more. nullptr if there is none, or more than one.
+const UOp* loop_along(const UOp* ast, int64_t arg, SplitAxis axis) {
   KernelRanges kr = kernel_ranges(ast);
   const UOp* stored = store_index(ast);
   std::vector<const UOp*> indices = arg == 0 ? std::vector<const UOp*>{} : load_indices(ast, arg);
   if (arg == 0 && stored) indices.push_back(stored);
   if (indices.empty()) return nullptr;
   const UOp* found = nullptr;
-  for (const UOp* idx : indices)
-    for (const UOp* r : kr.loops) {
-      if (!depends_on(idx, r)) return nullptr;  // a broadcast: every task would re-read it
-      int64_t s = stride_of(idx, r);
-      if (s > 0 && s % split == 0 && s / split <= 2) {
-        if (found && found != r) return nullptr;
-        found = r;
-      }
+  for (const UOp* r : kr.loops) {
+    bool walks = true;
+    for (const UOp* idx : indices) {
+      int64_t s = stride_of(idx, r), span = s * size_of(r);
+      walks &= s > 0 && 2 * span >= axis.span && span <= 2 * axis.span;
     }
+    if (!walks) continue;
+    if (found) return nullptr;
+    found = r;
+  }
   return found;
 }
 
-// The kernels whose split may follow: a float contraction over a 2-D window (of which
-// loop_along keeps the ones that read only where they write, a depthwise convolution or a global
-// pool of a product; a 1x1 convolution or a matmul reads its input for every output channel) or
-// a kernel that stores without loading (a border fill). Not a Winograd transform pass (a 1-D
-// reduction): following made the passes faster alone, but the next kernel of the chain (the
-// product, split along its 36 planes) slower; with the vCPUs far apart, squeezenet1_1 2.62 ->
-// 2.69 ms and resnet18 8.59 -> 8.98 at 2 threads (3-5% faster at 1, where the margin is).
+// The kernels whose split may follow: any but a contraction over fewer than two reduce ranges (a
+// 1x1 layer, a matmul, a Winograd pass or product, float or int8), which combines channels or
+// positions and keeps the split its heuristics chose by what its tasks re-read. A 2-D window (a
+// depthwise layer, a global pool of a product), a pooling window, a padded copy or a border fill
+// follows. Measured whole (tools/bench/ab_bench, each against the rule that let only windows and
+// border fills follow): 1x1 layers and Winograd passes following too made resnet18 2% slower at
+// both thread counts and squeezenet1_1 3% slower at 1; the pools and copies alone made
+// squeezenet1_1 3-5% faster at 2 threads and resnet50 2-3% at both, and nothing slower by more than
+// 1%.
 bool free_to_follow(const UOp* ast) {
-  bool loads = false;
-  for (const UOp* u : ast->toposort()) loads |= u->op == Op::LOAD;
-  if (!loads) return true;
-  return is_contraction_kernel(ast) && !is_dot_contraction(ast) &&
-         kernel_ranges(ast).reduces.size() >= 2;
+  if (!is_contraction_kernel(ast) && !is_dot_contraction(ast)) return true;
+  return kernel_ranges(ast).reduces.size() >= 2;
 }
 
 }  // namespace
@@ -85,7 +95,7 @@ bool free_to_follow(const UOp* ast) {
 void follow_producer_splits(const Plan& plan, const OptTarget& t,
                             const std::vector<bool>& heuristic,
                             std::vector<OptimizedKernel>& kernels) {
-  std::map<int, int64_t> split_of;  // buffer -> stride of the axis its writer's tasks split
+  std::map<int, SplitAxis> split_of;  // buffer -> the axis its writer's tasks split
   std::vector<bool> decided(kernels.size(), false);
   for (const Launch& l : plan.launches) {
     size_t p = static_cast<size_t>(l.program);
@@ -102,7 +112,7 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
         if (auto it = split_of.find(l.args[0]); it != split_of.end())
           along = loop_along(ast, 0, it->second);
       const UOp* stored = store_index(ast);
-      if (along && stored && split_stride(ast, kernels[p]) != stride_of(stored, along)) {
+      if (along && stored && split_axis(ast, kernels[p]).stride != stride_of(stored, along)) {
         try {
           kernels[p] = apply_opts(ast, default_opts(ast, t, along));
         } catch (const OptRefused&) {
@@ -110,8 +120,8 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
         }
       }
     }
-    // (A split of stride 1 is a merged loop of positions: no single axis of a consumer walks it.)
-    if (int64_t s = split_stride(ast, kernels[p]); s > 1) split_of[l.args.at(0)] = s;
+    if (SplitAxis axis = split_axis(ast, kernels[p]); axis.stride > 0)
+      split_of[l.args.at(0)] = axis;
   }
 }
 

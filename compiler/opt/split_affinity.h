@@ -8,14 +8,15 @@
 // stride-2 depthwise layer at 112x112 ran 1.7x slower on 2 threads than split like its input.
 //
 // follow_producer_splits walks the launches in order, records along which axis of its output
-// buffer each launch's tasks split (as that axis's stride in elements), and gives a later kernel
-// the loop with the same stride (or twice it: a stride-2 window) as its split, when the kernel
-// reads that buffer only where it writes (a depthwise convolution or a global pool of a product,
-// over a 2-D window: every load of the buffer moves with every output loop, so no task re-reads
-// another's inputs) or writes without reading (a padded map's border). Kernels that combine
-// positions or channels (1x1 convolutions, matmuls) keep their split: theirs is a trade of
-// re-read weights and inputs that the heuristics weigh (heuristics.cc, streaming_order). So do
-// Winograd transform passes (free_to_follow says why).
+// buffer each launch's tasks split (its stride and the elements it spans), and gives a later
+// kernel the loop that walks the same span of that buffer in every access (the same axis, a
+// stride-2 window's, or the rows of positions its producer walked as one loop) as its split:
+// depthwise layers and global pools of a product (2-D windows), pooling windows (in bands of
+// rows), padded copies, elementwise kernels, and a padded map's border (which follows the writer
+// of the interior). Contractions over one reduce range (1x1 layers, matmuls, Winograd passes and
+// products) keep their split: theirs is a trade of re-read weights and inputs that the
+// heuristics weigh (heuristics.cc, streaming_order), and following lost whole models time
+// (split_affinity.cc, free_to_follow). So do forced and tuned kernels.
 #pragma once
 
 #include <vector>

@@ -1,7 +1,9 @@
 // Task splits that follow the producer's (compiler/opt/split_affinity.h), on mobilenet_v2's
 // 112x112 pattern: a 1x1 expansion whose tasks split the rows of a padded map, then the border
 // fills of that map and a stride-2 depthwise layer, which split the same rows instead of their
-// channels (or of nothing); a 1x1 consumer keeps its own split.
+// channels (or of nothing); squeezenet's squeeze layer, whose positions (one loop) the padded
+// copy for the 3x3 expansion follows as rows while the 1x1 expansion keeps its split; a max pool
+// in bands of the rows its producer split.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,6 +52,48 @@ Chain expansion_then_depthwise(const OptTarget& t, bool follow) {
   g.add_output(
       "y",
       conv(d, Tensor::weight(g, "w2", w2), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Chain c{std::move(owner), plan_graph(g, {}), {}};
+  for (const KernelProgram& p : c.plan.programs)
+    c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
+  if (follow)
+    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels);
+  return c;
+}
+
+// x (64 channels, 55x55) -> 1x1 conv to 16 -> ReLU (squeezenet's squeeze layer: 16 output
+// channels make 2 tiles, so its tasks split the positions, walked as one loop of 3025) -> 3x3
+// conv to 64, padding 1 (Winograd: the map is copied into a padded 58x58 one first) and, beside
+// it, a 1x1 conv to 64 (4 KB of weights).
+Chain squeeze_then_expand(const OptTarget& t, bool follow) {
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  g.lowering().vector_bytes = t.vector_bytes;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 55, 55});
+  NDArray w1(dtypes::float32, {16, 64, 1, 1}), w2(dtypes::float32, {64, 16, 1, 1}),
+      w3(dtypes::float32, {64, 16, 3, 3});
+  for (int64_t i = 0; i < w3.numel(); ++i) w3.set(i, ConstValue::of_float(0.01 * (i % 7)));
+  ConvParams one{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}, three{{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1};
+  Tensor s = relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, one));
+  g.add_output("e1", relu(conv(s, Tensor::weight(g, "w2", w2), nullptr, one)).uop());
+  g.add_output("e3", relu(conv(s, Tensor::weight(g, "w3", w3), nullptr, three)).uop());
+  Chain c{std::move(owner), plan_graph(g, {}), {}};
+  for (const KernelProgram& p : c.plan.programs)
+    c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
+  if (follow)
+    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels);
+  return c;
+}
+
+// x (16 channels, 112x112) -> 1x1 conv to 96 -> ReLU -> 3x3 max pool, stride 2, padding 1.
+Chain expansion_then_max_pool(const OptTarget& t, bool follow) {
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  g.lowering().vector_bytes = t.vector_bytes;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 112, 112});
+  NDArray w1(dtypes::float32, {96, 16, 1, 1});
+  Tensor e =
+      relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}));
+  g.add_output("y", max_pool(e, {{3, 3}, {2, 2}, {{1, 1}, {1, 1}}, {1, 1}}).uop());
   Chain c{std::move(owner), plan_graph(g, {}), {}};
   for (const KernelProgram& p : c.plan.programs)
     c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
@@ -138,6 +182,54 @@ TEST(SplitAffinity, AProducerSplittingChannelsIsFollowedAlongChannels) {
     }
   }
   EXPECT_EQ(fills, 2);
+}
+
+// The squeeze layer splits its positions as one loop (stride 1, 3025 of them); the copy into
+// the padded 58x58 map (one task before: too little work) splits that map's rows, the loop that
+// spans the same positions. The 1x1 expansion beside it combines channels and keeps its split.
+TEST(SplitAffinity, APaddedCopyFollowsPositionsSplitAsOneLoop) {
+  OptTarget t = avx512();
+  Chain before = squeeze_then_expand(t, false), after = squeeze_then_expand(t, true);
+  std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
+  ASSERT_GE(a.size(), 3u);
+  EXPECT_EQ(a[0].first, 1) << "the squeeze layer splits its positions, walked as one loop";
+  int squeezed = after.plan.launches[0].args[0], copies = 0, one_by_one = 0;
+  for (size_t i = 1; i < a.size(); ++i) {
+    const Launch& l = after.plan.launches[i];
+    size_t p = static_cast<size_t>(l.program);
+    if (std::find(l.args.begin() + 1, l.args.end(), squeezed) == l.args.end()) continue;
+    if (is_contraction_kernel(after.plan.programs[p].ast)) {
+      ++one_by_one;
+      EXPECT_EQ(after.kernels[p].opts, before.kernels[p].opts) << "launch " << i;
+    } else {
+      ++copies;
+      EXPECT_EQ(b[i].second, 1) << "launch " << i;
+      EXPECT_EQ(a[i].first, 58) << "launch " << i << ": the padded map's rows";
+      EXPECT_GE(a[i].second, 8) << "launch " << i;
+    }
+  }
+  EXPECT_EQ(copies, 1);
+  EXPECT_EQ(one_by_one, 1);
+}
+
+// A max pool after an expansion that splits the rows takes bands of its output rows as tasks
+// (its channels stay outside the rows of a band: bands of one row made a thread stride across
+// every plane for each row).
+TEST(SplitAffinity, AMaxPoolTakesBandsOfTheRowsItsProducerSplit) {
+  OptTarget t = avx512();
+  Chain before = expansion_then_max_pool(t, false), after = expansion_then_max_pool(t, true);
+  std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
+  ASSERT_GE(a.size(), 2u);
+  size_t last = a.size() - 1;  // the pool, after the expansion and its padded map's borders
+  EXPECT_EQ(a[0].first, 114) << "the expansion splits the rows of its padded 114x114 output";
+  EXPECT_NE(b[last].first, 56) << "the pool split something else before";
+  EXPECT_EQ(a[last].first, 56) << "the pool's output rows after";
+  EXPECT_GE(a[last].second, 8);
+  const OptimizedKernel& pool =
+      after.kernels.at(static_cast<size_t>(after.plan.launches[last].program));
+  bool banded = std::any_of(pool.opts.begin(), pool.opts.end(),
+                            [](const Opt& o) { return o.kind == OptKind::Tile && o.amount > 1; });
+  EXPECT_TRUE(banded) << "opts of the pool: " << pool.opts.size();
 }
 
 TEST(SplitAffinity, ForcedOrTunedKernelsKeepTheirSplit) {
