@@ -35,6 +35,18 @@ struct Chain {
   std::vector<OptimizedKernel> kernels;
 };
 
+// The graph planned, each kernel optimized by the heuristics, then (with `follow`) by
+// follow_producer_splits.
+Chain optimized(std::unique_ptr<Graph> owner, const OptTarget& t, bool follow) {
+  Plan plan = plan_graph(*owner, {});
+  Chain c{std::move(owner), std::move(plan), {}};
+  for (const KernelProgram& p : c.plan.programs)
+    c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
+  if (follow)
+    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels);
+  return c;
+}
+
 // x (16 channels, 112x112) -> 1x1 conv to 96 -> ReLU -> 3x3 depthwise, stride 2, padding 1 ->
 // 1x1 conv to 24; each kernel optimized by the heuristics, then (with `follow`) by
 // follow_producer_splits.
@@ -52,12 +64,7 @@ Chain expansion_then_depthwise(const OptTarget& t, bool follow) {
   g.add_output(
       "y",
       conv(d, Tensor::weight(g, "w2", w2), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Chain c{std::move(owner), plan_graph(g, {}), {}};
-  for (const KernelProgram& p : c.plan.programs)
-    c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
-  if (follow)
-    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels);
-  return c;
+  return optimized(std::move(owner), t, follow);
 }
 
 // x (64 channels, 55x55) -> 1x1 conv to 16 -> ReLU (squeezenet's squeeze layer: 16 output
@@ -76,12 +83,7 @@ Chain squeeze_then_expand(const OptTarget& t, bool follow) {
   Tensor s = relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, one));
   g.add_output("e1", relu(conv(s, Tensor::weight(g, "w2", w2), nullptr, one)).uop());
   g.add_output("e3", relu(conv(s, Tensor::weight(g, "w3", w3), nullptr, three)).uop());
-  Chain c{std::move(owner), plan_graph(g, {}), {}};
-  for (const KernelProgram& p : c.plan.programs)
-    c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
-  if (follow)
-    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels);
-  return c;
+  return optimized(std::move(owner), t, follow);
 }
 
 // x (16 channels, 112x112) -> 1x1 conv to 96 -> ReLU -> 3x3 max pool, stride 2, padding 1.
@@ -94,12 +96,7 @@ Chain expansion_then_max_pool(const OptTarget& t, bool follow) {
   Tensor e =
       relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}));
   g.add_output("y", max_pool(e, {{3, 3}, {2, 2}, {{1, 1}, {1, 1}}, {1, 1}}).uop());
-  Chain c{std::move(owner), plan_graph(g, {}), {}};
-  for (const KernelProgram& p : c.plan.programs)
-    c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
-  if (follow)
-    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels);
-  return c;
+  return optimized(std::move(owner), t, follow);
 }
 
 // The stride, in the stored buffer, of the loop a kernel's tasks split (0: one task).

@@ -22,20 +22,10 @@
 
 #include "kiln/kiln.h"
 #include "npy.h"
+#include "timing.h"
 
 #define MAX_PACKAGES 8
 #define MAX_INPUTS 8
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
 
 static double median(double* v, int n) {
   qsort(v, (size_t)n, sizeof(double), cmp_double);

@@ -16,17 +16,7 @@
 #include <time.h>
 
 #include "kiln/kiln.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
+#include "timing.h"
 
 /* 2*|n| hex digits into |out|; 0 on success. */
 static int parse_hex(const char* hex, uint8_t* out, size_t n) {

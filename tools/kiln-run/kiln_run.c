@@ -22,6 +22,7 @@
 
 #include "kiln/kiln.h"
 #include "npy.h"
+#include "timing.h"
 #include "trace.h"
 
 #define MAX_INPUTS 256
@@ -81,17 +82,6 @@ static int check(kiln_status s, const char* what) {
   if (s == KILN_OK) return 0;
   fprintf(stderr, "kiln-run: %s: %s: %s\n", what, kiln_status_name(s), kiln_last_error_message());
   return 1;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
 }
 
 static void print_info(const kiln_model* m) {
