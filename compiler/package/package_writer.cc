@@ -87,6 +87,7 @@ namespace {
 // one-variant package is laid out as before variants existed), 64-byte aligned.
 class ConstantPool {
  public:
+  explicit ConstantPool(size_t capacity) { data_.reserve(capacity); }
   // The offset of `bytes` in the pool; `share`: reuse an equal tensor written before.
   int64_t add(const std::vector<uint8_t>& bytes, bool share) {
     std::string_view key(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -317,10 +318,18 @@ std::vector<uint8_t> write_package(const std::vector<PackageVariant>& variants,
   check_same_interface(variants);
   const Plan& plan = *variants[0].plan;
   const std::vector<uint8_t>& shared_object = *variants[0].shared_object;
-  flatbuffers::FlatBufferBuilder fbb(1 << 20);
+  // Room for every weight and the code up front (at most: a graph also keeps the weights its
+  // folds replaced): the builder and the pool grew by doubling, copying resnet50's 100 MB of
+  // weights several times over.
+  size_t room = size_t{1} << 20;
+  for (const PackageVariant& v : variants) {
+    room += v.shared_object->size();
+    for (const auto& [id, w] : v.graph->weights()) room += static_cast<size_t>(w.nbytes()) + 64;
+  }
+  flatbuffers::FlatBufferBuilder fbb(room);
   fbb.ForceDefaults(true);  // every scalar present, so that the checksum field can be patched
 
-  ConstantPool pool;
+  ConstantPool pool(room);
   std::vector<VariantTables> built;
   for (size_t i = 0; i < variants.size(); ++i)
     built.push_back(build_variant(fbb, variants[i], pool, i > 0));

@@ -162,7 +162,7 @@ class Folder {
       }
       {
         work_left_ -= cost;
-        NDArray value = eval_.eval(n);
+        NDArray value = eval_.take(n);
         stats_.folded_bytes += value.nbytes();
         ++stats_.folded;
         replace_[n] =
@@ -192,7 +192,7 @@ class Folder {
   Graph& g_;
   int64_t work_left_ =
       std::max<int64_t>(kMinWorkBudget, kWorkPerWeightElement* graph_weight_elements());
-  EagerEvaluator eval_;  // shared, so that subgraphs common to several roots are evaluated once
+  EagerEvaluator eval_;  // its cache emptied after each fold (EagerEvaluator::take)
   ConstFoldStats stats_;
   std::unordered_set<const UOp*> const_only_;
   std::unordered_set<const UOp*> decided_;

@@ -32,19 +32,94 @@ int64_t linear(const std::vector<int64_t>& idx, const std::vector<int64_t>& stri
   return l;
 }
 
+// out[i] = in[base + sum_d idx_d * view[d]] for every element of `out` in C order: a movement
+// op that is a strided view of its source (a permute, an expand, a shrink, a flip, a window),
+// copied as bytes. Constant folding moves every weight through a few of these (packing into
+// panels, the Winograd layouts): element by element through ConstValue they were most of
+// resnet50's compile.
+template <typename T>
+void copy_view(const uint8_t* in, uint8_t* out, const Shape& shape,
+               const std::vector<int64_t>& view, int64_t base) {
+  int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  size_t rank = shape.size();
+  const T* src = reinterpret_cast<const T*>(in);
+  T* dst = reinterpret_cast<T*>(out);
+  if (rank == 0) {
+    dst[0] = src[base];
+    return;
+  }
+  int64_t inner = shape[rank - 1], step = view[rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  int64_t off = base;
+  for (int64_t o = 0; o < n; o += inner) {
+    for (int64_t j = 0; j < inner; ++j) dst[o + j] = src[off + j * step];
+    for (size_t d = rank - 1; d-- > 0;) {
+      off += view[d];
+      if (++idx[d] < shape[d]) break;
+      off -= idx[d] * view[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void copy_view(const NDArray& s, NDArray& a, const std::vector<int64_t>& view, int64_t base) {
+  switch (s.dtype().itemsize()) {
+    case 1:
+      return copy_view<uint8_t>(s.data(), a.data(), a.shape(), view, base);
+    case 2:
+      return copy_view<uint16_t>(s.data(), a.data(), a.shape(), view, base);
+    case 4:
+      return copy_view<uint32_t>(s.data(), a.data(), a.shape(), view, base);
+    case 8:
+      return copy_view<uint64_t>(s.data(), a.data(), a.shape(), view, base);
+    default:
+      throw InternalError(str_cat("eager evaluation: a view of ", s.dtype().str()));
+  }
+}
+
 }  // namespace
 
 EagerEvaluator::EagerEvaluator(const Graph& g, std::map<std::string, NDArray> inputs)
     : g_(g), inputs_(std::move(inputs)) {}
 
+// A weight is read where the graph keeps it, and a CONTIGUOUS is its source's value: neither
+// is copied into the cache (resnet50's 100 MB of weights were copied once more per fold).
+const UOp* EagerEvaluator::stored_as(const UOp* u) const {
+  while (u->op == Op::CONTIGUOUS) u = u->src[0];
+  return u;
+}
+
+bool EagerEvaluator::is_graph_weight(const UOp* u) const {
+  return u->op == Op::BUFFER && u->buffer().kind == BufferKind::Weight;
+}
+
+const NDArray& EagerEvaluator::value_of(const UOp* u) const {
+  u = stored_as(u);
+  if (is_graph_weight(u)) return g_.weight(u->buffer().id);
+  return cache_.at(u);
+}
+
 const NDArray& EagerEvaluator::eval(const UOp* root) {
-  if (auto it = cache_.find(root); it != cache_.end()) return it->second;
+  const UOp* r = stored_as(root);
+  if (is_graph_weight(r)) return g_.weight(r->buffer().id);
+  if (auto it = cache_.find(r); it != cache_.end()) return it->second;
   // Bottom-up over the toposort so that deep graphs do not recurse.
-  for (const UOp* u : root->toposort()) {
-    if (cache_.count(u) || !u->has_shape()) continue;
+  for (const UOp* u : r->toposort()) {
+    if (cache_.count(u) || !u->has_shape() || u->op == Op::CONTIGUOUS || is_graph_weight(u))
+      continue;
     cache_.emplace(u, compute(u));
   }
-  return cache_.at(root);
+  return cache_.at(r);
+}
+
+NDArray EagerEvaluator::take(const UOp* root) {
+  const UOp* r = stored_as(root);
+  if (is_graph_weight(r)) return g_.weight(r->buffer().id);  // the graph keeps its own
+  eval(r);
+  NDArray v = std::move(cache_.at(r));
+  cache_.clear();
+  return v;
 }
 
 int64_t EagerEvaluator::symbol(int slot) const {
@@ -86,7 +161,7 @@ void EagerEvaluator::run_loop(size_t index) {
 }
 
 NDArray EagerEvaluator::compute(const UOp* u) {
-  auto src = [&](size_t i) -> const NDArray& { return cache_.at(u->src[i]); };
+  auto src = [&](size_t i) -> const NDArray& { return value_of(u->src[i]); };
   const Shape& shape = u->shape();
   switch (u->op) {
     case Op::BUFFER: {
@@ -124,8 +199,6 @@ NDArray EagerEvaluator::compute(const UOp* u) {
       a.set(0, u->cval());
       return a;
     }
-    case Op::CONTIGUOUS:
-      return src(0);
     case Op::RESHAPE:
       return NDArray(u->dtype, shape, src(0).bytes());
     case Op::CAST:
@@ -163,20 +236,18 @@ NDArray EagerEvaluator::compute(const UOp* u) {
   std::vector<int64_t> st = s.strides();
   NDArray a(u->dtype, shape);
   std::vector<int64_t> si(in.size());
+  // Per output axis, the source elements one step along it moves: the strided views.
+  std::vector<int64_t> view(shape.size(), 0);
   switch (u->op) {
     case Op::PERMUTE: {
       const auto& p = u->varg();
-      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
-        for (size_t i = 0; i < p.size(); ++i) si[static_cast<size_t>(p[i])] = idx[i];
-        a.set(o, s.get(linear(si, st)));
-      });
+      for (size_t i = 0; i < p.size(); ++i) view[i] = st[static_cast<size_t>(p[i])];
+      copy_view(s, a, view, 0);
       return a;
     }
     case Op::EXPAND:
-      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
-        for (size_t i = 0; i < in.size(); ++i) si[i] = in[i] == 1 ? 0 : idx[i];
-        a.set(o, s.get(linear(si, st)));
-      });
+      for (size_t i = 0; i < in.size(); ++i) view[i] = in[i] == 1 ? 0 : st[i];
+      copy_view(s, a, view, 0);
       return a;
     case Op::PAD: {
       const auto& p = u->varg();
@@ -193,30 +264,36 @@ NDArray EagerEvaluator::compute(const UOp* u) {
     }
     case Op::SHRINK: {
       const auto& p = u->varg();
-      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
-        for (size_t i = 0; i < in.size(); ++i) si[i] = idx[i] + p[2 * i];
-        a.set(o, s.get(linear(si, st)));
-      });
+      int64_t base = 0;
+      for (size_t i = 0; i < in.size(); ++i) {
+        view[i] = st[i];
+        base += p[2 * i] * st[i];
+      }
+      copy_view(s, a, view, base);
       return a;
     }
     case Op::FLIP: {
-      std::vector<bool> f(in.size(), false);
-      for (int64_t x : u->varg()) f[static_cast<size_t>(x)] = true;
-      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
-        for (size_t i = 0; i < in.size(); ++i) si[i] = f[i] ? in[i] - 1 - idx[i] : idx[i];
-        a.set(o, s.get(linear(si, st)));
-      });
+      int64_t base = 0;
+      for (size_t i = 0; i < in.size(); ++i) view[i] = st[i];
+      for (int64_t x : u->varg()) {
+        size_t i = static_cast<size_t>(x);
+        base += (in[i] - 1) * st[i];
+        view[i] = -st[i];
+      }
+      copy_view(s, a, view, base);
       return a;
     }
     case Op::WINDOW: {
+      // Output axes (lead..., positions..., offsets...): position j steps w[n + j] source
+      // elements along source axis lead + j, offset j steps w[2n + j].
       const auto& w = u->varg();
       size_t n = w.size() / 3, lead = in.size() - n;
-      for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
-        for (size_t i = 0; i < lead; ++i) si[i] = idx[i];
-        for (size_t j = 0; j < n; ++j)
-          si[lead + j] = idx[lead + j] * w[n + j] + idx[lead + n + j] * w[2 * n + j];
-        a.set(o, s.get(linear(si, st)));
-      });
+      for (size_t i = 0; i < lead; ++i) view[i] = st[i];
+      for (size_t j = 0; j < n; ++j) {
+        view[lead + j] = w[n + j] * st[lead + j];
+        view[lead + n + j] = w[2 * n + j] * st[lead + j];
+      }
+      copy_view(s, a, view, 0);
       return a;
     }
     case Op::GATHER: {

@@ -2,6 +2,8 @@
 // and that the folded graph computes what the unfolded one did.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "compiler/schedule/const_fold.h"
 #include "compiler/tensor/eager.h"
 #include "compiler/tensor/linalg.h"
@@ -62,6 +64,50 @@ TEST(ConstFold, ATransposedWeightBecomesOneNewWeight) {
   EXPECT_EQ(s.folded, 1);
   EXPECT_EQ(s.too_costly, 0);
   EXPECT_FALSE(reads_weight(g, g.outputs()[0].node, "w"));
+}
+
+// The evaluator moves a weight's elements through its views (permute, flip, shrink, window,
+// expand) as strided byte copies, for every element width, and takes a folded value out of its
+// cache without holding the intermediates of earlier folds; each element checked against its
+// index formula here, not against the evaluator.
+TEST(ConstFold, WeightViewsCopyTheElementsTheirIndexFormulasName) {
+  for (DType dt : {dtypes::int8, dtypes::int16, dtypes::float32, dtypes::int64}) {
+    Graph g;
+    NDArray wv(dt, {2, 3, 4});
+    for (int64_t i = 0; i < wv.numel(); ++i) wv.set(i, ConstValue::of_int(i));
+    Tensor w = Tensor::weight(g, "w", std::move(wv));
+    NDArray cv(dt, {2, 1, 4});
+    for (int64_t i = 0; i < cv.numel(); ++i) cv.set(i, ConstValue::of_int(100 + i));
+    Tensor c = Tensor::weight(g, "c", std::move(cv));
+    auto at = [](int64_t a, int64_t b, int64_t k) { return a * 12 + b * 4 + k; };
+    EagerEvaluator ev(g);
+    auto expect = [&](const Tensor& t, const std::function<int64_t(const std::vector<int64_t>&)>& f,
+                      const char* what) {
+      NDArray v = ev.take(t.uop());
+      ASSERT_EQ(v.shape(), t.shape()) << what;
+      std::vector<int64_t> idx(v.shape().size(), 0);
+      for (int64_t i = 0; i < v.numel(); ++i) {
+        ASSERT_EQ(v.get(i).as_int(), f(idx)) << what << " " << dt.str() << " element " << i;
+        for (size_t d = idx.size(); d-- > 0;) {
+          if (++idx[d] < v.shape()[d]) break;
+          idx[d] = 0;
+        }
+      }
+    };
+    expect(w.permute({2, 0, 1}), [&](const auto& i) { return at(i[1], i[2], i[0]); }, "permute");
+    expect(w.flip({1, 2}), [&](const auto& i) { return at(i[0], 2 - i[1], 3 - i[2]); }, "flip");
+    expect(
+        w.shrink({{1, 2}, {0, 3}, {1, 3}}),
+        [&](const auto& i) { return at(i[0] + 1, i[1], i[2] + 1); }, "shrink");
+    // Windows of 2x2 at strides 1 and 2: (2, 2, 2, 2, 2), position (p, q), offset (r, s).
+    expect(
+        w.window({2, 2}, {1, 2}, {1, 1}),
+        [&](const auto& i) { return at(i[0], i[1] + i[3], 2 * i[2] + i[4]); }, "window");
+    expect(c.expand({2, 3, 4}), [&](const auto& i) { return 100 + i[0] * 4 + i[2]; }, "expand");
+    expect(
+        w.permute({2, 0, 1}).contiguous().flip({0}),
+        [&](const auto& i) { return at(i[1], i[2], 3 - i[0]); }, "a view of a view");
+  }
 }
 
 // An int8 weight widened to int32 for an integer dot-product kernel folds below the widening
