@@ -78,21 +78,21 @@ void copy_view(const NDArray& s, NDArray& a, const std::vector<int64_t>& view, i
   }
 }
 
-}  // namespace
-
-EagerEvaluator::EagerEvaluator(const Graph& g, std::map<std::string, NDArray> inputs)
-    : g_(g), inputs_(std::move(inputs)) {}
-
 // A weight is read where the graph keeps it, and a CONTIGUOUS is its source's value: neither
 // is copied into the cache (resnet50's 100 MB of weights were copied once more per fold).
-const UOp* EagerEvaluator::stored_as(const UOp* u) const {
+const UOp* stored_as(const UOp* u) {
   while (u->op == Op::CONTIGUOUS) u = u->src[0];
   return u;
 }
 
-bool EagerEvaluator::is_graph_weight(const UOp* u) const {
+bool is_graph_weight(const UOp* u) {
   return u->op == Op::BUFFER && u->buffer().kind == BufferKind::Weight;
 }
+
+}  // namespace
+
+EagerEvaluator::EagerEvaluator(const Graph& g, std::map<std::string, NDArray> inputs)
+    : g_(g), inputs_(std::move(inputs)) {}
 
 const NDArray& EagerEvaluator::value_of(const UOp* u) const {
   u = stored_as(u);
@@ -165,8 +165,7 @@ NDArray EagerEvaluator::compute(const UOp* u) {
   const Shape& shape = u->shape();
   switch (u->op) {
     case Op::BUFFER: {
-      const BufferArg& b = u->buffer();
-      if (b.kind == BufferKind::Weight) return g_.weight(b.id);
+      const BufferArg& b = u->buffer();  // not a weight: eval reads those in place
       if (b.kind == BufferKind::Intermediate) {
         if (auto it = bound_.find(u); it != bound_.end()) return it->second;
         for (const GraphCounted& c : g_.counted_values()) {

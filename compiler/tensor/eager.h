@@ -30,9 +30,7 @@ class EagerEvaluator {
 
  private:
   NDArray compute(const UOp* u);
-  // Where u's value is kept: a CONTIGUOUS is its source's value, a weight the graph's.
-  const UOp* stored_as(const UOp* u) const;
-  bool is_graph_weight(const UOp* u) const;
+  // u's value where it is kept: a CONTIGUOUS is its source's value, a weight the graph's.
   const NDArray& value_of(const UOp* u) const;
   // Runs loop `l` of the graph (the loop groups' meaning): binds its final states and stacked
   // outputs (laid out at max_trips rows) and its count symbol.
