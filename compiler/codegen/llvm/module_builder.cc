@@ -1,11 +1,14 @@
 #include "compiler/codegen/llvm/module_builder.h"
 
+#include <mutex>
+
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -91,7 +94,36 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx,
   return m;
 }
 
+namespace {
+
+// Loops whose bodies LLVM's unswitching may copy, in its cost units (LLVM's default is 50). A
+// register tile on a padded lane axis (a 55-wide row in vectors of 32, the last group masked)
+// branches, per load, between a plain and a masked access (kernel_emitter.cc,
+// all_lanes_or_masked). The condition depends on the tile's position alone, so it is the same
+// for the whole reduction, but a 3x3 window's unrolled body costs thousands of units: its 18
+// branches stayed in the loop, which they split into blocks the scheduler could not interleave
+// (75 vectors spilled; squeezenet's 55x55 direct layer ran at 70 GFLOP/s). Unswitched, the
+// reduction has a copy with plain loads and one with masked loads: 0.79 -> 0.31 ms at 1 thread
+// on an AMD EPYC (docs/performance.md). The largest such body measured needed 5000-20000.
+constexpr int kUnswitchThreshold = 50000;
+
+// LLVM reads the threshold from a process-wide option: set once, before the first pipeline
+// (the JIT's modules share it, so timed kernels are the packaged ones). An LLVM without the
+// option keeps its default (slower code, never wrong code).
+void allow_unswitching_large_loops() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto& options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("unswitch-threshold");
+    if (it != options.end())
+      static_cast<llvm::cl::opt<int>*>(it->second)->setValue(kUnswitchThreshold);
+  });
+}
+
+}  // namespace
+
 void optimize_module(llvm::Module& m, const TargetInfo& t) {
+  allow_unswitching_large_loops();
   std::string err;
   llvm::raw_string_ostream es(err);
   if (llvm::verifyModule(m, &es)) throw InternalError("LLVM module does not verify: " + err);
