@@ -112,7 +112,13 @@ bool all_ones(const std::vector<int64_t>& v) {
 // (64 -> 16 channels: 0.81x the direct time at 56x56; 48 -> 16 at 96x128: 1.5x; 16 -> 16:
 // 1.03x), i.e. 2 saved C K >= 75 points (C + K) (the saved flops against the values moved);
 // the same line for F(2, 3), which maps too small for F(4, 3) take (7x7: 16 tiles of 2x2),
-// gives C K / (C + K) >= 30 (7x7 layers: 64 -> 64 0.74x, 32 -> 32 1.00x, not taken). The
+// gives C K / (C + K) >= 30 (7x7 layers: 64 -> 64 0.74x, 32 -> 32 1.00x, not taken).
+// An input channel costs the transforms about 3x an output channel (its two passes and the
+// padded copy took 3.4-3.9 us per 56x56 map, an output channel's two passes 1.2-1.4): where
+// the input channels outnumber the output ones the line weighs them so, C K / (1.5 C + 0.5 K)
+// >= 12.5 (56x56 64 -> 16 ran 1.13-1.31x the direct time, 28x28 128 -> 16 1.06x; both now
+// direct). Where they do not, the symmetric line stays: the weighted one would take 16 -> 32
+// layers, 0.87x at 48x64 but 1.08x at 56x56, and U-Net 3% slower at 2 threads. The
 // transformed weight is at most 64 MiB (a 1024 -> 1024 layer's F(4, 3) weight would be 151 MB of
 // package and compile-time memory).
 //
@@ -138,7 +144,8 @@ const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd, 
     if (n * tiles(h, *t) * tiles(wd, *t) < 16) continue;
     if (t->points() * c * k * 4 > (int64_t{64} << 20)) return nullptr;
     if (!streams_pay(*t, n, h, wd, balance)) return nullptr;
-    return 2 * t->saved() * c * k >= 75 * t->points() * (c + k) ? t : nullptr;
+    int64_t moved = c > k ? 3 * c + k : 2 * (c + k);  // twice the weighted channels
+    return 4 * t->saved() * c * k >= 75 * t->points() * moved ? t : nullptr;
   }
   return nullptr;
 }

@@ -52,7 +52,7 @@ TEST(Winograd, MatchesTheDirectConvolution) {
   const Case cases[] = {
       {{1, 32, 14, 14}, 32, {{1, 1}, {1, 1}}},
       {{2, 24, 13, 17}, 40, {{1, 1}, {0, 2}}},
-      {{1, 64, 28, 28}, 16, {}},
+      {{1, 48, 28, 28}, 24, {}},
       {{1, 64, 7, 7}, 64, {{1, 1}, {1, 1}}},  // F(2x2, 3x3): 16 tiles of 2x2
       {{2, 96, 5, 6}, 64, {{1, 1}, {1, 1}}},  // F(2x2, 3x3), odd maps, a batch of 2
   };
@@ -84,20 +84,25 @@ TEST(Winograd, IsTakenOnlyWhereItPays) {
   };
   // (The graph's default machine balance, 6.4 flops per byte of memory: an AVX2 or Zen 4 core.)
   EXPECT_TRUE(taken({1, 64, 28, 28}, 64, {}, {}, 3, true));
-  EXPECT_TRUE(taken({1, 64, 56, 56}, 16, {1, 1}, {1, 1}, 3, true));  // C K / (C + K) = 12.8
-  EXPECT_TRUE(taken({1, 256, 14, 14}, 256, {}, {}, 3, true));        // 4x4 tiles
-  EXPECT_TRUE(taken({1, 512, 7, 7}, 512, {}, {}, 3, true));          // F(2x2, 3x3)
-  EXPECT_FALSE(taken({1, 32, 7, 7}, 32, {}, {}, 3, true));           // F(2x2): C K / (C + K) < 30
-  EXPECT_FALSE(taken({1, 512, 3, 3}, 512, {}, {}, 3, true));         // 2x2 tiles of 2x2
-  EXPECT_FALSE(taken({1, 16, 56, 56}, 16, {}, {}, 3, true));         // too few channels
-  EXPECT_FALSE(taken({1, 48, 96, 128}, 16, {}, {}, 3, true));        // C K / (C + K) = 12
-  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {2, 2}, {}, 3, true));     // stride 2
-  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {2, 2}, 3, true));     // dilated
-  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 1, true));         // 1x1
-  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 3, false));        // weight at run time
-  EXPECT_FALSE(taken({1, 64, 56, 56}, 60, {}, {}, 3, true));         // K not in panels of 8
-  EXPECT_TRUE(taken({1, 512, 14, 14}, 512, {}, {}, 3, true));        // U: 37.7 MB
-  EXPECT_FALSE(taken({1, 1024, 14, 14}, 1024, {}, {}, 3, true));     // U: 151 MB
+  EXPECT_TRUE(taken({1, 16, 56, 56}, 64, {1, 1}, {1, 1}, 3, true));  // C K / (C + K) = 12.8
+  // An input channel costs the transforms 3x an output channel: C K / (1.5 C + 0.5 K) = 9.8
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 16, {}, {}, 3, true));
+  EXPECT_FALSE(taken({1, 128, 28, 28}, 16, {}, {}, 3, true));     // 10.2
+  EXPECT_TRUE(taken({1, 64, 56, 56}, 32, {}, {}, 3, true));       // 18.3
+  EXPECT_FALSE(taken({1, 16, 48, 64}, 32, {}, {}, 3, true));      // C < K: C K / (C + K) = 10.7
+  EXPECT_TRUE(taken({1, 256, 14, 14}, 256, {}, {}, 3, true));     // 4x4 tiles
+  EXPECT_TRUE(taken({1, 512, 7, 7}, 512, {}, {}, 3, true));       // F(2x2, 3x3)
+  EXPECT_FALSE(taken({1, 32, 7, 7}, 32, {}, {}, 3, true));        // F(2x2): C K / (C + K) < 30
+  EXPECT_FALSE(taken({1, 512, 3, 3}, 512, {}, {}, 3, true));      // 2x2 tiles of 2x2
+  EXPECT_FALSE(taken({1, 16, 56, 56}, 16, {}, {}, 3, true));      // too few channels
+  EXPECT_FALSE(taken({1, 48, 96, 128}, 16, {}, {}, 3, true));     // C K / (C + K) = 12
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {2, 2}, {}, 3, true));  // stride 2
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {2, 2}, 3, true));  // dilated
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 1, true));      // 1x1
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 3, false));     // weight at run time
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 60, {}, {}, 3, true));      // K not in panels of 8
+  EXPECT_TRUE(taken({1, 512, 14, 14}, 512, {}, {}, 3, true));     // U: 37.7 MB
+  EXPECT_FALSE(taken({1, 1024, 14, 14}, 1024, {}, {}, 3, true));  // U: 151 MB
   Graph off;
   off.lowering().winograd = false;  // kilnc --no-winograd
   Tensor in = Tensor::input(off, "x", dtypes::float32, {1, 64, 28, 28});
