@@ -10,6 +10,7 @@
 #include "compiler/schedule/kernel_dedup.h"
 #include "compiler/schedule/memory_plan.h"
 #include "compiler/schedule/merge_loops.h"
+#include "compiler/schedule/narrow_quantized_pads.h"
 #include "compiler/schedule/parallel_groups.h"
 #include "compiler/schedule/split_loops.h"
 #include "compiler/support/error.h"
@@ -83,11 +84,13 @@ void import_verify(const Compilation& c) {
 
 void const_fold_run(Compilation& c) {
   c.a.folded = fold_constants(*c.a.graph);
+  c.a.folded.narrowed_pads = narrow_quantized_pads(*c.a.graph);
 }
 void const_fold_dump(Compilation& c, std::ostream& os) {
   os << print_graph(c.a.graph->sink()) << "folded " << c.a.folded.folded << " subgraphs ("
      << c.a.folded.folded_bytes << " bytes), " << c.a.folded.splats << " splats, "
-     << c.a.folded.too_costly << " too costly to fold\n";
+     << c.a.folded.too_costly << " too costly to fold, " << c.a.folded.narrowed_pads
+     << " quantized padded maps stored in 8 bits\n";
 }
 void tensor_verify(const Compilation& c) {
   verify(c.a.graph->sink(), IrStage::Tensor);

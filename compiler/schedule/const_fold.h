@@ -24,6 +24,7 @@ struct ConstFoldStats {
   int splats = 0;            // subgraphs replaced by a broadcast constant
   int64_t folded_bytes = 0;  // bytes of the new weights
   int too_costly = 0;        // subgraphs left to run-time kernels: folding them was too much work
+  int narrowed_pads = 0;     // quantized padded maps stored in 8 bits (narrow_quantized_pads.h)
 };
 
 ConstFoldStats fold_constants(Graph& g);

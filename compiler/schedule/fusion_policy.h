@@ -3,6 +3,9 @@
 // every computing node it reaches while building a kernel.
 //
 // The default policy (DefaultFusionPolicy):
+//  - a dequantize of an 8-bit value (CAST to float32, plus or times a broadcast constant) is
+//    inlined wherever it is read, so the 8-bit value below it is what a kernel stores
+//    (narrow_quantized_pads.h): two operations per load against 4x the bytes;
 //  - elementwise ops, casts and movement ops are inlined: recomputing them is cheaper than a round
 //    trip through memory, and the linearizer hoists loop-invariant work (but see below);
 //  - a reduction is inlined when every value it produces is computed once in the consumer's loop

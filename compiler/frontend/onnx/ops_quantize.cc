@@ -14,6 +14,7 @@
 
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/tensor/integer_conv.h"
+#include "compiler/tensor/integral_values.h"
 #include "compiler/tensor/linalg.h"
 #include "compiler/tensor/weight_layout.h"
 
@@ -64,26 +65,6 @@ std::optional<double> splat_value(const UOp* u) {
   return u->cval().as_double();
 }
 
-// True if every value of u is an integer: rounded values, integers converted, their sums.
-bool integral(const UOp* u) {
-  switch (u->op) {
-    case Op::ROUND:
-      return true;
-    case Op::CAST:
-      return u->src[0]->dtype.is_int() || u->src[0]->dtype.is_bool();
-    case Op::EXPAND:
-    case Op::RESHAPE:
-    case Op::NEG:
-      return integral(u->src[0]);
-    case Op::ADD:
-      return integral(u->src[0]) && integral(u->src[1]);
-    case Op::CONST:
-      return u->cval().as_double() == std::nearbyint(u->cval().as_double());
-    default:
-      return false;
-  }
-}
-
 // For q = QuantizeLinear's output as built above, CAST(t, MIN(MAX(v, lo), hi)) with v integral
 // and [lo, hi] t's range: the float32 v clamped (the same number as q), else invalid.
 Tensor quantized_float(const Tensor& q) {
@@ -94,7 +75,8 @@ Tensor quantized_float(const Tensor& q) {
     return Tensor();
   const UOp* mx = mn->src[0];
   auto [lo, hi] = type_range(u->dtype);
-  if (splat_value(mx->src[1]) != lo || splat_value(mn->src[1]) != hi || !integral(mx->src[0]))
+  if (splat_value(mx->src[1]) != lo || splat_value(mn->src[1]) != hi ||
+      !integral_values(mx->src[0]))
     return Tensor();
   return Tensor(q.graph(), mn);
 }
