@@ -13,30 +13,11 @@ namespace kiln {
 
 namespace {
 
-std::optional<double> one_value(const Graph& g, const UOp* u);
-
-// The 8-bit type whose range v = MIN(MAX(x, lo), hi) clamps the integral x to, if it is one.
-std::optional<DType> clamped_8bit(const Graph& g, const UOp* v) {
-  if (v->op != Op::MIN || v->dtype != dtypes::float32 || v->src[0]->op != Op::MAX) return {};
-  const UOp* mx = v->src[0];
-  auto splat = [](const UOp* u) -> std::optional<double> {
-    while (u->op == Op::EXPAND || u->op == Op::RESHAPE) u = u->src[0];
-    if (u->op != Op::CONST) return std::nullopt;
-    return u->cval().as_double();
-  };
-  std::optional<double> lo = splat(mx->src[1]), hi = splat(v->src[1]);
-  if (!lo || !hi || !integral_values(mx->src[0], [&](const UOp* b) { return one_value(g, b); }))
-    return {};
-  if (*lo == 0 && *hi == 255) return dtypes::uint8;
-  if (*lo == -128 && *hi == 127) return dtypes::int8;
-  return {};
-}
-
 // Padded maps narrowed: those of at least 4 MiB as float32, well beyond a core's L2 (1-2 MB on
 // the CPUs kiln knows), whose writes and reads go to L3 or memory. On an AMD EPYC (1 MB L2),
 // mobilenet_v2_qdq's 96 x 114 x 114 map (5 MB) made the run 2.8% faster at 1 thread; its 1.7
 // and 1.9 MB maps changed nothing, and small maps ran slower (the consumer dequantizes at every
-// load of its window, the bytes saved stayed in cache anyway): all 17 together 0.99-1.01.
+// load of its window, the bytes saved stayed in cache anyway): all 17 together 0.98-1.01.
 constexpr int64_t kMinBytes = int64_t{4} << 20;
 
 // The one number every element of the constant u holds, if it is one: u a broadcast, negation
@@ -59,6 +40,29 @@ std::optional<double> one_value(const Graph& g, const UOp* u) {
   return v;
 }
 
+// An 8-bit type and its range [lo, hi].
+struct Range8 {
+  DType type;
+  double lo, hi;
+};
+
+// The 8-bit type whose range v = MIN(MAX(x, lo), hi) clamps the integral x to, if it is one.
+std::optional<Range8> clamped_8bit(const Graph& g, const UOp* v) {
+  if (v->op != Op::MIN || v->dtype != dtypes::float32 || v->src[0]->op != Op::MAX) return {};
+  const UOp* mx = v->src[0];
+  auto splat = [](const UOp* u) -> std::optional<double> {
+    while (u->op == Op::EXPAND || u->op == Op::RESHAPE) u = u->src[0];
+    if (u->op != Op::CONST) return std::nullopt;
+    return u->cval().as_double();
+  };
+  std::optional<double> lo = splat(mx->src[1]), hi = splat(v->src[1]);
+  if (!lo || !hi || !integral_values(mx->src[0], [&](const UOp* b) { return one_value(g, b); }))
+    return {};
+  for (const Range8& r : {Range8{dtypes::uint8, 0, 255}, Range8{dtypes::int8, -128, 127}})
+    if (*lo == r.lo && *hi == r.hi) return r;
+  return {};
+}
+
 struct Dequantize {
   const UOp* v;  // the clamped value
   DType type;    // the 8-bit type of its range
@@ -75,14 +79,13 @@ std::optional<Dequantize> dequantize_of(const Graph& g, const UOp* u) {
     std::vector<std::pair<const UOp*, const UOp*>> splits = {{a, nullptr}};
     if (a->op == Op::ADD) splits = {{a->src[0], a->src[1]}, {a->src[1], a->src[0]}};
     for (auto [v, z] : splits) {
-      std::optional<DType> t = clamped_8bit(g, v);
-      if (!t) continue;
+      std::optional<Range8> r = clamped_8bit(g, v);
+      if (!r) continue;
       std::optional<double> zv = z ? one_value(g, z) : std::optional<double>(0.0);
       if (!zv || *zv != std::nearbyint(*zv)) continue;
       double pad = -*zv;  // the stored value of a padded position: (pad + z) x s = 0
-      if (pad < (*t == dtypes::uint8 ? 0 : -128) || pad > (*t == dtypes::uint8 ? 255 : 127))
-        continue;
-      return Dequantize{v, *t, *zv, *sv};
+      if (pad < r->lo || pad > r->hi) continue;
+      return Dequantize{v, r->type, *zv, *sv};
     }
   }
   return {};

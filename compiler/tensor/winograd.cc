@@ -109,7 +109,7 @@ bool all_ones(const std::vector<int64_t>& v) {
 // for its larger size to pay. Per tile the GEMMs save saved() C K multiply-adds while the
 // memory-bound transforms move points() (C + K) values: measured on single layers
 // (tools/bench/winograd_sweep.py, docs/performance.md), F(4, 3) pays from C K / (C + K) >= 12.5
-// (64 -> 16 channels: 0.81x the direct time at 56x56; 48 -> 16 at 96x128: 1.5x; 16 -> 16:
+// (16 -> 64 channels: 0.67-0.74x the direct time at 56x56; 48 -> 16 at 96x128: 1.5x; 16 -> 16:
 // 1.03x), i.e. 2 saved C K >= 75 points (C + K) (the saved flops against the values moved);
 // the same line for F(2, 3), which maps too small for F(4, 3) take (7x7: 16 tiles of 2x2),
 // gives C K / (C + K) >= 30 (7x7 layers: 64 -> 64 0.74x, 32 -> 32 1.00x, not taken).
