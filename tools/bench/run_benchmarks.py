@@ -13,8 +13,10 @@ machine), latencies (the best of each round's repeats, median over rounds) and t
 ratio kiln/ORT. Outputs of both runtimes are
 compared in the same run. It also measures the FMA peak (tools/bench/fma_peak.c), GEMM kernels
 in GFLOP/s and as a fraction of that peak, each runtime's load-to-ready time and peak resident
-memory, and around each model's 2-thread rounds the round trip of a cache line between the two
-CPUs (tools/bench/cross_core_read.c: where the host places the vCPUs sets it). The markdown
+memory, and around each model's 2-thread rounds where the host has placed the two vCPUs: the
+round trip of a cache line between them (tools/bench/cross_core_read.c) and the FMA peak per
+core with both busy as a share of the single-core peak (tools/bench/fma_peak.c --pair: ~50% when
+the vCPUs are two hardware threads of one core). The markdown
 table is printed, and with --write-docs written to docs/performance.md.
 
 A model named BASE_qdq (resnet18_qdq, mobilenet_v2_qdq) is BASE made int8 by
@@ -154,7 +156,25 @@ def core_round_trip(build_dir):
         return None
 
 
-def bench_model(name, tools, work, rounds, repeat, round_trip=None):
+def pair_fma_share(build_dir, single_peak):
+    """The FMA peak per core with CPUs 0 and 1 both busy, as a share of the single-core peak
+    (tools/bench/fma_peak.c --pair): ~1 where the vCPUs are cores of their own, ~0.5 where the
+    host runs them on the two hardware threads of one core (a second thread then cannot speed up
+    compute-bound kernels). None on one CPU."""
+    try:
+        both = field(sh([os.path.join(build_dir, "tools/bench/fma_peak"), "--pair"]),
+                     "fma_peak_gflops_per_core_both_busy")
+    except subprocess.CalledProcessError:
+        return None
+    return min(1.0, both / single_peak)
+
+
+def placement(build_dir, single_peak):
+    """Where the host has the two vCPUs now: (cache-line round trip ns, pair FMA share)."""
+    return core_round_trip(build_dir), pair_fma_share(build_dir, single_peak)
+
+
+def bench_model(name, tools, work, rounds, repeat, vcpus=None):
     kilnc, kiln_run, ort_dir = tools
     if name.endswith("_qdq"):
         export_qdq(name, tools, work)
@@ -172,7 +192,7 @@ def bench_model(name, tools, work, rounds, repeat, round_trip=None):
     row = {"model": name, "compile_s": compile_s, "package_bytes": os.path.getsize(pkg)}
     for threads in (1, 2):
         kiln_ms, ort_ms, kiln_rss, ort_rss, ready, session = [], [], [], [], [], []
-        trips = [round_trip()] if round_trip and threads == 2 else []
+        trips = [vcpus()] if vcpus and threads == 2 else []
         for _ in range(rounds):  # alternate, so drift in machine speed hits both
             out, rss = timed([kiln_run, pkg, "--input", f"{input_name}={inp}", "--threads",
                               str(threads), "--repeat", str(repeat), "--output-dir",
@@ -187,10 +207,13 @@ def bench_model(name, tools, work, rounds, repeat, round_trip=None):
             session.append(field(out, "session_ms"))
             ort_rss.append(rss)
             if trips:
-                trips.append(round_trip())
-        trips = [t for t in trips if t is not None]
-        if trips:
-            row["round_trip_ns"] = (min(trips), max(trips))
+                trips.append(vcpus())
+        ns = [t[0] for t in trips if t[0] is not None]
+        if ns:
+            row["round_trip_ns"] = (min(ns), max(ns))
+        shares = [t[1] for t in trips if t[1] is not None]
+        if shares:
+            row["pair_fma"] = (min(shares), max(shares))
         row[f"kiln_{threads}"] = statistics.median(kiln_ms)
         row[f"ort_{threads}"] = statistics.median(ort_ms)
         if threads == 1:
@@ -353,7 +376,11 @@ def round_trips(row):
     if "round_trip_ns" not in row:
         return "-"
     lo, hi = row["round_trip_ns"]
-    return f"{lo:.0f}" if hi - lo < 50 else f"{lo:.0f}–{hi:.0f}"
+    text = f"{lo:.0f}" if hi - lo < 50 else f"{lo:.0f}–{hi:.0f}"
+    if "pair_fma" in row:
+        lo, hi = row["pair_fma"]
+        text += f", {100 * lo:.0f}%" if hi - lo < 0.05 else f", {100 * lo:.0f}–{100 * hi:.0f}%"
+    return text
 
 
 def table(rows, gemms, peak, quick):
@@ -365,7 +392,7 @@ def table(rows, gemms, peak, quick):
         f"commit {commit}{' (--quick)' if quick else ''}, by `tools/bench/run_benchmarks.py`.",
         f"FMA peak measured by `fma_peak`: **{peak:.1f} GFLOP/s per core** (fp32).",
         "",
-        "| model | kiln 1T ms | ORT 1T ms | kiln/ORT 1T | kiln 2T ms | ORT 2T ms | kiln/ORT 2T | kiln 1T/2T | kiln ready ms | ORT session ms | kiln RSS MiB | ORT RSS MiB | outputs agree (max rel diff) | compile s | core round trip ns (2T) |",
+        "| model | kiln 1T ms | ORT 1T ms | kiln/ORT 1T | kiln 2T ms | ORT 2T ms | kiln/ORT 2T | kiln 1T/2T | kiln ready ms | ORT session ms | kiln RSS MiB | ORT RSS MiB | outputs agree (max rel diff) | compile s | 2T vCPUs: round trip ns, FMA both busy |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -431,7 +458,7 @@ def main():
     for name in a.models.split(","):
         print(f"benchmarking {name} ...", file=sys.stderr, flush=True)
         rows.append(bench_model(name, tools, work, rounds, repeat,
-                                lambda: core_round_trip(a.build)))
+                                lambda: placement(a.build, peak)))
     gemms = []
     for (m, n, k) in GEMMS:
         peak = max(peak, measure_peak())
