@@ -1,7 +1,13 @@
 /* How fast one core reads what another core just wrote, against what it wrote itself: the cost a
  * kernel pays at 2 threads when its tasks read a tensor the previous kernel's tasks wrote on the
  * other core. Thread 0 (pinned to CPU 0) reads a buffer of SIZE_KIB KiB after it (self) or a
- * thread on CPU 1 (other) wrote it, 200 times each, and prints both bandwidths. Also the round
+ * thread on CPU 1 (other) wrote it, 200 times each, and prints both bandwidths. Then the other
+ * direction: how fast thread 0 overwrites the buffer after it (own) or CPU 1 (other) read it —
+ * the cost a kernel pays at 2 threads for an output region (in this run's arena, or the same
+ * tensor's in the previous run) whose lines the other core's tasks read and still hold: every
+ * line must be taken back from that cache first. On the AMD EPYC of 2026-12-05 with the vCPUs
+ * far apart (~1000 ns round trip): 6-7 GB/s against 97-212 over its own reads, 15-30x slower,
+ * where reading the other core's writes was 27-34 GB/s against 58-112. Also the round
  * trip of one cache line between the two cores (each waits for the other's store, 100000 times):
  * on a virtual machine it depends on where the host places the vCPUs (~210 ns or 750-1060 ns on
  * the AMD EPYC of 2026-12-04, within one benchmark run) and 2-thread latencies move with it, so
@@ -21,7 +27,9 @@ enum { ROUNDS = 200 };
 
 static float* buf;
 static size_t n;
-static atomic_int turn; /* 2r+1: the writer may write round r; 2r+2: it has */
+static atomic_int turn; /* 2r+1: the other thread may take round r; 2r+2: it has */
+static int other_reads; /* the other thread reads the buffer (else it writes it) */
+static float other_sink;
 
 static double now_s(void) {
   struct timespec t;
@@ -36,17 +44,26 @@ static int pin(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof s, &s);
 }
 
+/* One value per round, 16 floats a step: whole-vector stores at -O2 (a per-element loop stays
+ * scalar there, and would time the stores of one float each). */
 static void fill(int round) {
-  for (size_t i = 0; i < n; ++i) buf[i] = (float)(i + (size_t)round);
+  float v = (float)round;
+  for (size_t i = 0; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) buf[i + (size_t)j] = v;
 }
 
-static void* writer(void* arg) {
+static float sum(void);
+
+static void* other_core(void* arg) {
   (void)arg;
   pin(1);
   for (int r = 0; r < ROUNDS; ++r) {
     while (atomic_load(&turn) != 2 * r + 1) {
     }
-    fill(r);
+    if (other_reads)
+      other_sink += sum();
+    else
+      fill(r);
     atomic_store(&turn, 2 * r + 2);
   }
   return NULL;
@@ -64,7 +81,8 @@ static float sum(void) {
 
 static double read_gbps(int other, float* sink) {
   pthread_t t;
-  if (other && pthread_create(&t, NULL, writer, NULL) != 0) return -1;
+  other_reads = 0;
+  if (other && pthread_create(&t, NULL, other_core, NULL) != 0) return -1;
   double total = 0;
   for (int r = 0; r < ROUNDS; ++r) {
     if (other) {
@@ -79,6 +97,31 @@ static double read_gbps(int other, float* sink) {
     total += now_s() - t0;
   }
   if (other) pthread_join(t, NULL);
+  return (double)(n * sizeof(float)) * ROUNDS / total * 1e-9;
+}
+
+/* Thread 0 overwrites the buffer after it (self) or CPU 1 (other) read it: a kernel writing an
+ * arena region the other core's tasks last read must take every line back from that core's
+ * cache first. */
+static double write_gbps(int other, float* sink) {
+  pthread_t t;
+  other_reads = 1;
+  if (other && pthread_create(&t, NULL, other_core, NULL) != 0) return -1;
+  double total = 0;
+  for (int r = 0; r < ROUNDS; ++r) {
+    if (other) {
+      atomic_store(&turn, 2 * r + 1);
+      while (atomic_load(&turn) != 2 * r + 2) {
+      }
+    } else {
+      *sink += sum();
+    }
+    double t0 = now_s();
+    fill(r);
+    total += now_s() - t0;
+  }
+  if (other) pthread_join(t, NULL);
+  atomic_store(&turn, 0);
   return (double)(n * sizeof(float)) * ROUNDS / total * 1e-9;
 }
 
@@ -127,11 +170,15 @@ int main(int argc, char** argv) {
   memset(buf, 0, n * sizeof(float));
   float sink = 0;
   double self = read_gbps(0, &sink), other = read_gbps(1, &sink);
+  atomic_store(&turn, 0);
+  double wself = write_gbps(0, &sink), wother = write_gbps(1, &sink);
   printf("size_kib: %ld\n", kib);
   printf("read_written_by_self_gbps: %.1f\n", self);
   printf("read_written_by_other_core_gbps: %.1f\n", other);
+  printf("write_over_own_read_gbps: %.1f\n", wself);
+  printf("write_over_other_core_read_gbps: %.1f\n", wother);
   printf("round_trip_ns: %.0f\n", round_trip_ns());
-  printf("checksum: %g\n", (double)sink); /* keeps the sums alive */
+  printf("checksum: %g\n", (double)(sink + other_sink)); /* keeps the sums alive */
   free(buf);
   return 0;
 }
