@@ -2,6 +2,7 @@
  * "Measuring on a noisy host"):
  *
  *   ab_bench PKG_A PKG_B [PKG_C ...] --input NAME=FILE.npy [--threads T] [--blocks B] [--runs R]
+ *            [--launches PCT]
  *
  * On a shared virtual machine the speed of the host moves by 10-80% over seconds (at 2 threads,
  * with where it places the two vCPUs), so two packages timed one after the other in separate
@@ -12,7 +13,15 @@
  * median ratio and the share of pairs where it beat A are printed, with each package's median
  * block time. The packages' outputs are compared (largest difference relative to A's largest
  * value): a variant that computes something else is not a faster one.
- * A benchmark, not a test: it checks only that every run succeeds. */
+ * --launches PCT compares launch by launch as well, for packages with the same launches (a change
+ * of tiles or task splits, not of fusion): the sessions time every launch (kiln-run --profile's
+ * clock reads, one pool job per launch), each launch's block time is its mean over the block's
+ * runs, and a launch whose median ratio over block pairs is PCT percent or more away from 1 is
+ * printed with its label, unless it takes under 0.5% of the first package's launch time (a
+ * launch of a few microseconds moves by 20% from block to block). Two packages timed by alternating
+ * runs of kiln-run --profile compare the host's state as much as the launches (the second of a pair
+ * ran 5-10% slower throughout on 2026-12-05); in blocks the drift cancels here too. A benchmark,
+ * not a test: it checks only that every run succeeds. */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>
 #include <stdio.h>
@@ -60,6 +69,7 @@ int main(int argc, char** argv) {
   const char* packages[MAX_PACKAGES];
   const char* in_spec[MAX_INPUTS];
   int n_pkg = 0, n_in = 0, threads = 1, blocks = 40, runs = 5;
+  double launch_pct = -1; /* --launches: print launches this far from a ratio of 1, in percent */
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     if (!strcmp(a, "--input") && i + 1 < argc && n_in < MAX_INPUTS) {
@@ -70,12 +80,15 @@ int main(int argc, char** argv) {
       blocks = atoi(argv[++i]);
     } else if (!strcmp(a, "--runs") && i + 1 < argc) {
       runs = atoi(argv[++i]);
+    } else if (!strcmp(a, "--launches") && i + 1 < argc) {
+      launch_pct = atof(argv[++i]);
+      if (launch_pct < 0) launch_pct = 0;
     } else if (a[0] != '-' && n_pkg < MAX_PACKAGES) {
       packages[n_pkg++] = a;
     } else {
       fprintf(stderr,
               "usage: ab_bench PKG_A PKG_B [PKG ...] --input NAME=FILE.npy [--threads T] "
-              "[--blocks B] [--runs R]\n");
+              "[--blocks B] [--runs R] [--launches PCT]\n");
       return 2;
     }
   }
@@ -96,6 +109,10 @@ int main(int argc, char** argv) {
   kiln_session* sessions[MAX_PACKAGES] = {0};
   double* block_ms = calloc((size_t)(n_pkg * blocks), sizeof(double));
   double* ratios = calloc((size_t)blocks, sizeof(double));
+  size_t n_launch = 0;
+  double* launch_ms = NULL;    /* [package][block][launch]: the launch's mean over the block */
+  double* launch_total = NULL; /* [package][launch]: the profile's total before the block */
+  uint64_t* launch_runs = NULL;
   int rc = 1;
   if (!block_ms || !ratios) goto out;
   for (int p = 0; p < n_pkg; ++p) {
@@ -104,6 +121,7 @@ int main(int argc, char** argv) {
     kiln_session_options so;
     kiln_session_options_init(&so);
     so.num_threads = (size_t)threads;
+    so.profile = launch_pct >= 0;
     if (failed(kiln_model_load_file(packages[p], &mo, &models[p]), "loading", packages[p]) ||
         failed(kiln_session_create(models[p], &so, &sessions[p]), "creating a session",
                packages[p]))
@@ -120,6 +138,22 @@ int main(int argc, char** argv) {
         goto out;
     }
   }
+  if (launch_pct >= 0) {
+    for (int p = 0; p < n_pkg; ++p) {
+      size_t n;
+      kiln_model_launch_count(models[p], &n);
+      if (p > 0 && n != n_launch) {
+        fprintf(stderr, "ab_bench: --launches: %s has %zu launches, %s %zu\n", packages[p], n,
+                packages[0], n_launch);
+        goto out;
+      }
+      n_launch = n;
+    }
+    launch_ms = calloc((size_t)n_pkg * (size_t)blocks * n_launch + 1, sizeof(double));
+    launch_total = calloc((size_t)n_pkg * n_launch + 1, sizeof(double));
+    launch_runs = calloc((size_t)n_pkg * n_launch + 1, sizeof(uint64_t));
+    if (!launch_ms || !launch_total || !launch_runs) goto out;
+  }
   for (int b = 0; b < blocks; ++b)
     for (int p = 0; p < n_pkg; ++p) {
       double best = INFINITY;
@@ -129,6 +163,20 @@ int main(int argc, char** argv) {
         if (r > 0) best = fmin(best, now_ms() - s);  // the first run of a block is untimed
       }
       block_ms[p * blocks + b] = best;
+      for (size_t l = 0; l < n_launch; ++l) {
+        size_t kernel;
+        uint64_t n_runs;
+        double total;
+        if (failed(kiln_session_launch_profile(sessions[p], l, &kernel, &n_runs, &total),
+                   "reading the profile", packages[p]))
+          goto out;
+        size_t at = (size_t)p * n_launch + l;
+        uint64_t ran = n_runs - launch_runs[at];
+        launch_ms[((size_t)p * (size_t)blocks + (size_t)b) * n_launch + l] =
+            ran ? (total - launch_total[at]) / (double)ran : 0;
+        launch_total[at] = total;
+        launch_runs[at] = n_runs;
+      }
     }
   printf("threads: %d, %d blocks of %d runs (median of block minima)\n", threads, blocks, runs);
   for (int p = 0; p < n_pkg; ++p) {
@@ -159,6 +207,42 @@ int main(int argc, char** argv) {
     }
     printf("\n");
   }
+  /* Launch by launch: each later package against the first, per block pair. */
+  double first_sum = 0; /* the first package's launch time, summed over launches */
+  for (size_t l = 0; l < n_launch; ++l) {
+    double a_ms[4096];
+    int n = blocks < 4096 ? blocks : 4096;
+    for (int b = 0; b < n; ++b) a_ms[b] = launch_ms[(size_t)b * n_launch + l];
+    first_sum += median(a_ms, n);
+  }
+  for (int p = 1; p < n_pkg && n_launch > 0; ++p) {
+    double sum_a = 0, sum_p = 0;
+    int shown = 0;
+    for (size_t l = 0; l < n_launch; ++l) {
+      double a_ms[4096], p_ms[4096];
+      int n = blocks < 4096 ? blocks : 4096;
+      for (int b = 0; b < n; ++b) {
+        a_ms[b] = launch_ms[(size_t)b * n_launch + l];
+        p_ms[b] = launch_ms[((size_t)p * (size_t)blocks + (size_t)b) * n_launch + l];
+        ratios[b] = a_ms[b] > 0 ? p_ms[b] / a_ms[b] : 1;
+      }
+      double r = median(ratios, n), ma = median(a_ms, n), mp = median(p_ms, n);
+      sum_a += ma;
+      sum_p += mp;
+      if (fabs(r - 1) * 100 < launch_pct || ma < 0.005 * first_sum) continue;
+      kiln_launch_info info;
+      info.struct_size = sizeof info;
+      kiln_model_launch_info(models[p], l, &info);
+      if (!shown++)
+        printf("launches of %s against %s (median block means, ms):\n", packages[p], packages[0]);
+      printf("  %4zu %8.4f -> %8.4f  ratio %.3f  %.70s\n", l, ma, mp, r,
+             info.label ? info.label : "");
+    }
+    printf(
+        "launch sum of %s: %.4f -> %.4f ms (%zu launches, %d of 0.5%% or more of it listed: %.1f%% "
+        "or more from 1)\n",
+        packages[p], sum_a, sum_p, n_launch, shown, launch_pct);
+  }
   rc = 0;
 out:
   for (int p = 0; p < n_pkg; ++p) {
@@ -168,5 +252,8 @@ out:
   for (int i = 0; i < n_in; ++i) npy_free(&arrays[i]);
   free(block_ms);
   free(ratios);
+  free(launch_ms);
+  free(launch_total);
+  free(launch_runs);
   return rc;
 }
