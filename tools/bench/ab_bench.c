@@ -41,6 +41,15 @@ static double median(double* v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The median over blocks of package p's mean for launch l (launch_ms: [package][block][launch]);
+ * `column` has room for `blocks` values. */
+static double launch_median(const double* launch_ms, int p, int blocks, size_t n_launch, size_t l,
+                            double* column) {
+  for (int b = 0; b < blocks; ++b)
+    column[b] = launch_ms[((size_t)p * (size_t)blocks + (size_t)b) * n_launch + l];
+  return median(column, blocks);
+}
+
 static int failed(kiln_status s, const char* what, const char* package) {
   if (s == KILN_OK) return 0;
   fprintf(stderr, "ab_bench: %s: %s: %s\n", package, what, kiln_last_error_message());
@@ -208,40 +217,48 @@ int main(int argc, char** argv) {
     printf("\n");
   }
   /* Launch by launch: each later package against the first, per block pair. */
-  double first_sum = 0; /* the first package's launch time, summed over launches */
-  for (size_t l = 0; l < n_launch; ++l) {
-    double a_ms[4096];
-    int n = blocks < 4096 ? blocks : 4096;
-    for (int b = 0; b < n; ++b) a_ms[b] = launch_ms[(size_t)b * n_launch + l];
-    first_sum += median(a_ms, n);
-  }
-  for (int p = 1; p < n_pkg && n_launch > 0; ++p) {
-    double sum_a = 0, sum_p = 0;
-    int shown = 0;
-    for (size_t l = 0; l < n_launch; ++l) {
-      double a_ms[4096], p_ms[4096];
-      int n = blocks < 4096 ? blocks : 4096;
-      for (int b = 0; b < n; ++b) {
-        a_ms[b] = launch_ms[(size_t)b * n_launch + l];
-        p_ms[b] = launch_ms[((size_t)p * (size_t)blocks + (size_t)b) * n_launch + l];
-        ratios[b] = a_ms[b] > 0 ? p_ms[b] / a_ms[b] : 1;
-      }
-      double r = median(ratios, n), ma = median(a_ms, n), mp = median(p_ms, n);
-      sum_a += ma;
-      sum_p += mp;
-      if (fabs(r - 1) * 100 < launch_pct || ma < 0.005 * first_sum) continue;
-      kiln_launch_info info;
-      info.struct_size = sizeof info;
-      kiln_model_launch_info(models[p], l, &info);
-      if (!shown++)
-        printf("launches of %s against %s (median block means, ms):\n", packages[p], packages[0]);
-      printf("  %4zu %8.4f -> %8.4f  ratio %.3f  %.70s\n", l, ma, mp, r,
-             info.label ? info.label : "");
+  if (n_launch > 0) {
+    double* first_ms = malloc(n_launch * sizeof(double)); /* the first package's, per launch */
+    double* column = malloc((size_t)blocks * sizeof(double));
+    if (!first_ms || !column) {
+      free(first_ms);
+      free(column);
+      goto out;
     }
-    printf(
-        "launch sum of %s: %.4f -> %.4f ms (%zu launches, %d of 0.5%% or more of it listed: %.1f%% "
-        "or more from 1)\n",
-        packages[p], sum_a, sum_p, n_launch, shown, launch_pct);
+    double first_sum = 0;
+    for (size_t l = 0; l < n_launch; ++l) {
+      first_ms[l] = launch_median(launch_ms, 0, blocks, n_launch, l, column);
+      first_sum += first_ms[l];
+    }
+    for (int p = 1; p < n_pkg; ++p) {
+      double sum_p = 0;
+      int shown = 0;
+      for (size_t l = 0; l < n_launch; ++l) {
+        for (int b = 0; b < blocks; ++b) {
+          double a = launch_ms[(size_t)b * n_launch + l];
+          ratios[b] =
+              a > 0 ? launch_ms[((size_t)p * (size_t)blocks + (size_t)b) * n_launch + l] / a : 1;
+        }
+        double r = median(ratios, blocks),
+               mp = launch_median(launch_ms, p, blocks, n_launch, l, column);
+        sum_p += mp;
+        if (fabs(r - 1) * 100 < launch_pct || first_ms[l] < 0.005 * first_sum) continue;
+        kiln_launch_info info;
+        info.struct_size = sizeof info;
+        kiln_model_launch_info(models[p], l, &info);
+        if (!shown++)
+          printf("launches of %s against %s (median block means, ms):\n", packages[p], packages[0]);
+        printf("  %4zu %8.4f -> %8.4f  ratio %.3f  %.70s\n", l, first_ms[l], mp, r,
+               info.label ? info.label : "");
+      }
+      printf(
+          "launch sum of %s: %.4f -> %.4f ms (%zu launches, %d of 0.5%% or more of it listed: "
+          "%.1f%% "
+          "or more from 1)\n",
+          packages[p], first_sum, sum_p, n_launch, shown, launch_pct);
+    }
+    free(first_ms);
+    free(column);
   }
   rc = 0;
 out:

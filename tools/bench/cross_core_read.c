@@ -79,9 +79,14 @@ static float sum(void) {
   return s;
 }
 
-static double read_gbps(int other, float* sink) {
+/* Thread 0 reads the buffer (reading = 1) after it (self) or CPU 1 (other) wrote it, or
+ * overwrites it (reading = 0) after it or CPU 1 read it — a kernel writing an arena region the
+ * other core's tasks last read must take every line back from that core's cache first — 200
+ * times; the timed side's bandwidth in GB/s. */
+static double timed_gbps(int other, int reading, float* sink) {
   pthread_t t;
-  other_reads = 0;
+  other_reads = !reading;
+  atomic_store(&turn, 0);
   if (other && pthread_create(&t, NULL, other_core, NULL) != 0) return -1;
   double total = 0;
   for (int r = 0; r < ROUNDS; ++r) {
@@ -89,39 +94,19 @@ static double read_gbps(int other, float* sink) {
       atomic_store(&turn, 2 * r + 1);
       while (atomic_load(&turn) != 2 * r + 2) {
       }
-    } else {
+    } else if (reading) {
       fill(r);
-    }
-    double t0 = now_s();
-    *sink += sum();
-    total += now_s() - t0;
-  }
-  if (other) pthread_join(t, NULL);
-  return (double)(n * sizeof(float)) * ROUNDS / total * 1e-9;
-}
-
-/* Thread 0 overwrites the buffer after it (self) or CPU 1 (other) read it: a kernel writing an
- * arena region the other core's tasks last read must take every line back from that core's
- * cache first. */
-static double write_gbps(int other, float* sink) {
-  pthread_t t;
-  other_reads = 1;
-  if (other && pthread_create(&t, NULL, other_core, NULL) != 0) return -1;
-  double total = 0;
-  for (int r = 0; r < ROUNDS; ++r) {
-    if (other) {
-      atomic_store(&turn, 2 * r + 1);
-      while (atomic_load(&turn) != 2 * r + 2) {
-      }
     } else {
       *sink += sum();
     }
     double t0 = now_s();
-    fill(r);
+    if (reading)
+      *sink += sum();
+    else
+      fill(r);
     total += now_s() - t0;
   }
   if (other) pthread_join(t, NULL);
-  atomic_store(&turn, 0);
   return (double)(n * sizeof(float)) * ROUNDS / total * 1e-9;
 }
 
@@ -169,9 +154,8 @@ int main(int argc, char** argv) {
   }
   memset(buf, 0, n * sizeof(float));
   float sink = 0;
-  double self = read_gbps(0, &sink), other = read_gbps(1, &sink);
-  atomic_store(&turn, 0);
-  double wself = write_gbps(0, &sink), wother = write_gbps(1, &sink);
+  double self = timed_gbps(0, 1, &sink), other = timed_gbps(1, 1, &sink);
+  double wself = timed_gbps(0, 0, &sink), wother = timed_gbps(1, 0, &sink);
   printf("size_kib: %ld\n", kib);
   printf("read_written_by_self_gbps: %.1f\n", self);
   printf("read_written_by_other_core_gbps: %.1f\n", other);
