@@ -118,6 +118,13 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     std::vector<Opt> tile;
   };
   auto plan_for = [&](const UOp* vec) {
+    // The loads of a weight packed in panels along vec (its index takes vec modulo a panel).
+    std::vector<const UOp*> panel_loads;
+    for (const UOp* l : loads) {
+      bool panel = false;
+      for (const UOp* u : l->src[0]->toposort()) panel |= u->op == Op::MOD && u->src[0] == vec;
+      if (panel) panel_loads.push_back(l);
+    }
     int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
     // A symbolic lane axis: lanes that divide its bound, no padding choices (the lanes past
     // the run-time size read and write the buffers' padding, inside the bound).
@@ -270,8 +277,14 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
         // Lanes that pad the axis (196 positions as 2 vectors: 224), the last group masked: only
         // along the store's contiguous axis (its rows then store whole vectors), on a target with
         // cheap masks, for a float contraction whose inner loop is load-bound (below).
+        // And where a weight packed in panels along it stays in bounds: one packed in vector
+        // pairs (672 channels: 21 pairs of 16 lanes) read as 64 lanes ran off its end in the
+        // last group, and its gated panel loads became 64 scalar loads each, in every group (a
+        // 196 x 672 x 112 matmul at 52 GFLOP/s; 214 with 2 vectors). A gated load along a
+        // plain axis (an NCHW map's positions) is one masked vector load.
         bool padded_lanes = size_of(vec) % l != 0 && !scatters(vec) && t.masked_vectors &&
-                            !is_symbolic(vec) && worth_padding(size_of(vec), l);
+                            !is_symbolic(vec) && worth_padding(size_of(vec), l) &&
+                            loads_fit_padded(panel_loads, vec, (size_of(vec) + l - 1) / l * l);
         for (bool pad : {false, true}) {
           if (l <= lanes || (size_of(vec) % l != 0 && !padded_lanes)) continue;
           std::vector<Opt> tl = tile_for(vec, l, pad);
