@@ -240,8 +240,14 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       int64_t v = lanes / width, up = tile[0].amount;
       int64_t padded_n = (n + up - 1) / up * up;
       // Not when the lane axis is the outermost loop and its wider vectors would leave the tasks
-      // few (320 channels in 64s: 5 tasks, which 2 threads split 3:2).
-      bool few_tasks = vec == kr.loops.front() && size_of(vec) / (2 * lanes) < t.max_tasks / 2;
+      // few: 192 channels in 64s are 3 tasks, which 2 threads split 2:1 (efficientnet_b0's 7x7
+      // 1152 -> 192 projections 6-7% slower at 2 threads), nor over a short reduction (a
+      // Winograd transform's 6 points: squeezenet1_1's 13x13 output transforms in 4 tasks ran
+      // 1.45-1.83x slower at 2 threads). 5 tasks over a long reduction pay at both counts
+      // (efficientnet_b0's 1152 -> 320 at 7x7: 0.276 -> 0.241 ms at 1 thread, 5% faster at 2).
+      int64_t wide_tasks = size_of(vec) / (2 * lanes);
+      bool few_tasks = vec == kr.loops.front() && wide_tasks < t.max_tasks / 2 &&
+                       (wide_tasks < 4 || fmas_per_output < 128);
       // Only where half the positions do pad less: a 7-wide row takes 8 either way, and 4
       // positions x 64 channels then loaded twice the weight vectors per FMA for nothing
       // (resnet50's 7x7 3x3 layers: 2.04 ms with 4 x 64, 1.78 with 8 x 32).
