@@ -117,14 +117,18 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     int64_t lanes;
     std::vector<Opt> tile;
   };
-  auto plan_for = [&](const UOp* vec) {
-    // The loads of a weight packed in panels along vec (its index takes vec modulo a panel).
+  // True if every weight packed in panels along vec (its index takes vec modulo a panel) stays
+  // in bounds with vec run to `padded`.
+  auto panel_loads_fit = [&](const UOp* vec, int64_t padded) {
     std::vector<const UOp*> panel_loads;
     for (const UOp* l : loads) {
       bool panel = false;
       for (const UOp* u : l->src[0]->toposort()) panel |= u->op == Op::MOD && u->src[0] == vec;
       if (panel) panel_loads.push_back(l);
     }
+    return loads_fit_padded(panel_loads, vec, padded);
+  };
+  auto plan_for = [&](const UOp* vec) {
     int64_t lanes = pick_divisor(size_of(vec), std::max(1, t.lane_vectors) * width);
     // A symbolic lane axis: lanes that divide its bound, no padding choices (the lanes past
     // the run-time size read and write the buffers' padding, inside the bound).
@@ -290,7 +294,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
         // plain axis (an NCHW map's positions) is one masked vector load.
         bool padded_lanes = size_of(vec) % l != 0 && !scatters(vec) && t.masked_vectors &&
                             !is_symbolic(vec) && worth_padding(size_of(vec), l) &&
-                            loads_fit_padded(panel_loads, vec, (size_of(vec) + l - 1) / l * l);
+                            panel_loads_fit(vec, (size_of(vec) + l - 1) / l * l);
         for (bool pad : {false, true}) {
           if (l <= lanes || (size_of(vec) % l != 0 && !padded_lanes)) continue;
           std::vector<Opt> tl = tile_for(vec, l, pad);

@@ -263,6 +263,20 @@ TEST(Heuristics, FullReductionsAndByteRowsUseWholeVectors) {
   EXPECT_EQ(lanes, 4 * 16);
 }
 
+// The sizes of the ranges `opts` unroll, in order, each checked to be unrolled completely.
+std::vector<int64_t> complete_unroll_sizes(const UOp* ast, const std::vector<Opt>& opts) {
+  std::map<int64_t, int64_t> size_of_range;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::RANGE) size_of_range[u->range().id] = u->src[0]->cval().i;
+  std::vector<int64_t> sizes;
+  for (const Opt& o : opts)
+    if (o.kind == OptKind::Unroll) {
+      EXPECT_EQ(o.amount, size_of_range.at(o.range_id)) << o.str();
+      sizes.push_back(o.amount);
+    }
+  return sizes;
+}
+
 // A 3x3 convolution's kernel window is unrolled completely (its short kh/kw loops go) and the
 // channel reduce is left rolled; the tile pads a 14-wide map only if it must (2 divides it).
 TEST(Heuristics, ConvolutionWindowsAreUnrolledCompletely) {
@@ -278,13 +292,8 @@ TEST(Heuristics, ConvolutionWindowsAreUnrolledCompletely) {
   std::map<int64_t, int64_t> size_of_range;
   for (const UOp* u : ast->toposort())
     if (u->op == Op::RANGE) size_of_range[u->range().id] = u->src[0]->cval().i;
-  std::vector<int64_t> unrolled;  // sizes of the unrolled ranges, each unrolled completely
-  for (const Opt& o : default_opts(ast, OptTarget{32, 16}))
-    if (o.kind == OptKind::Unroll) {
-      EXPECT_EQ(o.amount, size_of_range.at(o.range_id)) << o.str();
-      unrolled.push_back(o.amount);
-    }
-  EXPECT_EQ(unrolled, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(complete_unroll_sizes(ast, default_opts(ast, OptTarget{32, 16})),
+            (std::vector<int64_t>{3, 3}));
   OptTarget rolled{32, 16};
   rolled.unroll_window = false;  // the tuner's alternative: the 16 channels unrolled by 4
   std::vector<Opt> alt;
@@ -308,16 +317,8 @@ TEST(Heuristics, StemsUnrollTheirChannelsInsteadOfTheWindow) {
         conv(x, Tensor::weight(g, "w", w), nullptr, {{2, 2}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
     Plan p = plan_graph(g, {});
     EXPECT_EQ(p.programs.size(), 1u);
-    std::map<int64_t, int64_t> size_of_range;
-    for (const UOp* u : p.programs[0].ast->toposort())
-      if (u->op == Op::RANGE) size_of_range[u->range().id] = u->src[0]->cval().i;
-    std::vector<int64_t> sizes;  // the unrolled ranges' sizes, each unrolled completely
-    for (const Opt& o : default_opts(p.programs[0].ast, OptTarget{32, 16}))
-      if (o.kind == OptKind::Unroll) {
-        EXPECT_EQ(o.amount, size_of_range.at(o.range_id)) << o.str();
-        sizes.push_back(o.amount);
-      }
-    return sizes;
+    const UOp* ast = p.programs[0].ast;
+    return complete_unroll_sizes(ast, default_opts(ast, OptTarget{32, 16}));
   };
   EXPECT_EQ(unrolled_sizes(3), (std::vector<int64_t>{3}));
   EXPECT_EQ(unrolled_sizes(4), (std::vector<int64_t>{3, 3}));
