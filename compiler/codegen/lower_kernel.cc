@@ -3,6 +3,7 @@
 #include "compiler/codegen/expander.h"
 #include "compiler/codegen/late_lower.h"
 #include "compiler/codegen/linearizer.h"
+#include "compiler/codegen/weight_prefetch.h"
 #include "compiler/ir/verify.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/support/error.h"
@@ -29,6 +30,7 @@ LoweredKernel lower_kernel(const std::string& name, const UOp* ast, const Optimi
   out.lowered = late_lower(out.expanded, t);
   verify(out.lowered, IrStage::Lowered);
   out.codegen = codegen_kernel(name, ast, out.lowered);
+  out.codegen.prefetch = plan_weight_prefetch(out.lowered, t);
   return out;
 }
 

@@ -597,5 +597,24 @@ TEST(CodegenShape, OptLevelsDiffer) {
   }
 }
 
+// A 1x1 layer at 7x7 (49 positions, 320 -> 1280 channels) re-reads its task's weight panel once
+// per position tile, the first time from memory: each reduce step prefetches part of the next
+// task's panel (weight_prefetch.h). Not at 14x14 (196 positions: the weight is a few percent of
+// the layer's time), nor for a panel too small to matter (16 input channels).
+TEST(CodegenShape, WeightPanelsArePrefetchedOneTaskAhead) {
+  auto prefetches = [](const Cpu& c, int64_t side, int64_t k) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, k, side, side});
+    Tensor w = ramp_weight(g, "w", {1280, k, 1, 1}, 0.01, 7);
+    g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+    return count_matches(assembly_for(g, c).assembly, "prefetcht0");
+  };
+  for (const Cpu& c : kCpus) {
+    EXPECT_GE(prefetches(c, 7, 320), 1) << c.name;
+    EXPECT_EQ(prefetches(c, 14, 320), 0) << c.name;
+    EXPECT_EQ(prefetches(c, 7, 16), 0) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace kiln

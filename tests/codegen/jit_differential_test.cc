@@ -56,6 +56,19 @@ TEST(JitDifferential, MatmulsOfOddSizes) {
 
 // Upcasts that pad their range (a 7-wide map in 8 lanes): the extra lanes must neither read
 // past the buffers nor store. Forced through TuningOptions::forced, on the lane axis, on the
+// The prefetches of the next task's weight panel (weight_prefetch.h) are hints: a 1x1 layer of
+// 49 rows that takes them computes what the interpreter does, its last task's run past the
+// weight's end included.
+TEST(JitDifferential, WeightPrefetchesLeaveTheValues) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {49, 320});
+  NDArray w(dtypes::float32, {320, 1280});
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.set(i, ConstValue::of_float(0.01 * static_cast<double>(i % 13) - 0.06));
+  g.add_output("y", matmul(a, Tensor::weight(g, "w", std::move(w))).uop());
+  check_graph(g, 7, "prefetched 49x320x1280 matmul");
+}
+
 // broadcast axis and on both, next to the heuristic's choice.
 TEST(JitDifferential, PaddedUpcastsMaskTheirExtraLanes) {
   Graph g;

@@ -49,6 +49,7 @@ class Emitter {
     llvm::FastMathFlags contract;
     contract.setAllowContract(true);
     b_.setFastMathFlags(contract);
+    prefetch_ = k.prefetch;
     for (const LinearOp& op : k.program) step(op);
     b_.CreateRetVoid();
     KernelFunctions out{fn_, make_entry(name, args.size())};
@@ -176,6 +177,37 @@ class Emitter {
     b_.SetInsertPoint(body);
     vals_[r] = iv;
     loops_.push_back({r, iv, header, exit});
+    // (Only inside the reuse loop: a reduction that does not depend on it is hoisted out.)
+    if (prefetch_ && r == prefetch_.reduce && vals_.count(prefetch_.reuse) &&
+        vals_.count(prefetch_.parallel))
+      prefetch_next_panel(iv);
+  }
+
+  // The prefetches of one reduce step (weight_prefetch.h): lines ((l - 1) * K + k) * per_step
+  // + j of the next panel, l the reuse loop's iteration and k the reduce step. In the first
+  // reuse iteration (l = 0: the current panel's own first pass) the line is clamped to the next
+  // panel's first, asked for again and again, rather than a branch in the reduce loop. Past the
+  // next panel's end they run on into the one after it, which the next task reads in turn.
+  // Prefetches never fault: the last task's run past the weight's end is harmless.
+  void prefetch_next_panel(llvm::Value* k) {
+    const WeightPrefetch& p = prefetch_;
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto wide = [&](llvm::Value* v) { return b_.CreateSExtOrTrunc(v, i64); };
+    auto c = [&](int64_t v) { return llvm::ConstantInt::get(i64, static_cast<uint64_t>(v)); };
+    llvm::Value* step = b_.CreateAdd(
+        b_.CreateMul(b_.CreateSub(wide(val(p.reuse)), c(1)), c(p.reduce_trips)), wide(k));
+    llvm::Value* line = b_.CreateMul(step, c(p.per_step));
+    line = b_.CreateSelect(b_.CreateICmpSLT(line, c(0)), c(0), line);
+    llvm::Value* next = b_.CreateMul(b_.CreateAdd(wide(val(p.parallel)), c(1)), c(p.stride_bytes));
+    llvm::Value* base = b_.CreateGEP(b_.getInt8Ty(), fn_->getArg(static_cast<unsigned>(p.arg)),
+                                     b_.CreateAdd(next, b_.CreateMul(line, c(kCacheLine))));
+    llvm::Function* pf =
+        llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
+    // Read, into every cache level (prefetcht0), data.
+    for (int64_t j = 0; j < p.per_step; ++j)
+      b_.CreateCall(
+          pf, {b_.CreateConstGEP1_64(b_.getInt8Ty(), base, static_cast<uint64_t>(kCacheLine * j)),
+               b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
   }
 
   void loop_end(const UOp* r) {
@@ -644,6 +676,7 @@ class Emitter {
     llvm::BasicBlock* exit;
   };
 
+  WeightPrefetch prefetch_;
   llvm::Module& m_;
   llvm::LLVMContext& c_;
   llvm::IRBuilder<> b_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compiler/codegen/linearizer.h"
+#include "compiler/codegen/weight_prefetch.h"
 #include "compiler/schedule/plan.h"
 
 namespace llvm {
@@ -31,6 +32,8 @@ struct CodegenKernel {
   // Arguments that may share memory with another (a launch writes its output in place of an
   // input: memory_plan.h's in_place_sources): not marked noalias. Empty: none.
   std::vector<bool> may_alias;
+  // Prefetches of the next task's weight panel (weight_prefetch.h); empty: none.
+  WeightPrefetch prefetch;
 };
 
 struct KernelFunctions {
