@@ -10,13 +10,15 @@
 
 namespace kiln {
 
-CodegenKernel codegen_kernel(const std::string& name, const UOp* ast, const UOp* lowered) {
+CodegenKernel codegen_kernel(const std::string& name, const UOp* ast, const UOp* lowered,
+                             const TargetInfo& t) {
   CodegenKernel c;
   c.name = name;
   c.program = linearize(lowered);
   c.arg_dtypes = kernel_arg_dtypes(ast);
   c.accesses = kernel_arg_accesses(ast);
   c.index_bits = index_bits(lowered);
+  c.prefetch = plan_weight_prefetch(lowered, t);
   for (DType d : c.arg_dtypes)
     KILN_CHECK(d.scalar != ScalarKind::Void, "kernel ", name, " has an argument it never uses");
   return c;
@@ -29,8 +31,7 @@ LoweredKernel lower_kernel(const std::string& name, const UOp* ast, const Optimi
   out.expanded = expand_kernel(k.ast);
   out.lowered = late_lower(out.expanded, t);
   verify(out.lowered, IrStage::Lowered);
-  out.codegen = codegen_kernel(name, ast, out.lowered);
-  out.codegen.prefetch = plan_weight_prefetch(out.lowered, t);
+  out.codegen = codegen_kernel(name, ast, out.lowered, t);
   return out;
 }
 

@@ -19,9 +19,10 @@ struct LoweredKernel {
 };
 
 // The emitter's input for a lowered kernel: its linear program, the argument dtypes of its
-// original AST `ast` (what the package records) and its index width. Throws InternalError for
-// an argument the kernel never uses.
-CodegenKernel codegen_kernel(const std::string& name, const UOp* ast, const UOp* lowered);
+// original AST `ast` (what the package records), its index width and its weight-prefetch plan
+// for target `t`. Throws InternalError for an argument the kernel never uses.
+CodegenKernel codegen_kernel(const std::string& name, const UOp* ast, const UOp* lowered,
+                             const TargetInfo& t);
 
 // All three stages for one kernel (the JIT's and the tuner's path).
 LoweredKernel lower_kernel(const std::string& name, const UOp* ast, const OptimizedKernel& k,

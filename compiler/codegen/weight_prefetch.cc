@@ -6,19 +6,16 @@
 
 #include "compiler/ir/rewrite.h"
 #include "compiler/ir/symbolic.h"
+#include "compiler/opt/kernel_queries.h"
 #include "compiler/target/target_info.h"
 
 namespace kiln {
 
 namespace {
 
-bool has_range(const UOp* u, const UOp* r) {
-  const auto& rs = u->ranges();
-  return std::find(rs.begin(), rs.end(), r) != rs.end();
-}
-
+// A static range's iterations; 0 for a symbolic one (never planned for).
 int64_t trips(const UOp* r) {
-  return r->src[0]->is_const() ? r->src[0]->cval().as_int() : 0;
+  return is_symbolic(r) ? 0 : size_of(r);
 }
 
 // idx with the parallel range one iteration on, minus idx: the panels' stride in elements, or 0
@@ -46,28 +43,28 @@ WeightPrefetch plan_weight_prefetch(const UOp* ast, const TargetInfo& t) {
   // range, not along some loop (which re-reads them), every one at the same panel stride.
   const UOp* buf = nullptr;
   WeightPrefetch p;
+  int64_t stride = 0;      // the panels' stride in elements
   int64_t lo = 0, hi = 0;  // the elements one panel's loads touch, relative to its start
   for (const UOp* u : ast->toposort()) {
     if (u->op != Op::LOAD || u->dtype.lanes < 2) continue;
     const UOp* index = u->src[0];
     const UOp* b = index->src[0];
     const UOp* idx = index->src[1];
-    if (b->op != Op::DEFINE_GLOBAL || idx->op == Op::WHERE || !has_range(idx, parallel)) continue;
+    if (b->op != Op::DEFINE_GLOBAL || idx->op == Op::WHERE || !depends_on(idx, parallel)) continue;
     if (buf && b != buf) continue;
     const UOp* reduce = nullptr;
     for (const UOp* r : idx->ranges())
       if (r->range().kind == AxisKind::Reduce && trips(r) >= 2) reduce = r;  // the innermost
     const UOp* reuse = nullptr;
     for (const UOp* l : loops)
-      if (!has_range(idx, l)) {
+      if (!depends_on(idx, l)) {
         reuse = l;
         break;
       }
     if (!reduce || !reuse) continue;
-    int64_t stride = panel_stride(idx, parallel);
-    if (stride <= 0 || (buf && (stride != p.stride_bytes / b->dtype.itemsize() ||
-                                reduce != p.reduce || reuse != p.reuse)))
-      return {};
+    int64_t s = panel_stride(idx, parallel);
+    if (s <= 0 || (buf && (s != stride || reduce != p.reduce || reuse != p.reuse))) return {};
+    stride = s;
     std::unordered_map<const UOp*, const UOp*> first{{parallel, ast->ctx()->const_index(0)}};
     const UOp* rel = simplify(substitute(idx, first));
     int64_t a = rel->vmin(), z = rel->vmax() + u->dtype.lanes;
@@ -82,7 +79,6 @@ WeightPrefetch plan_weight_prefetch(const UOp* ast, const TargetInfo& t) {
   }
   if (!buf) return {};
   // One panel per parallel iteration, in one piece.
-  int64_t stride = p.stride_bytes / buf->dtype.itemsize();
   if (lo < 0 || hi > stride) return {};
   int64_t panel = p.stride_bytes;
   if (panel < kMinPrefetchPanelBytes || 4 * panel > t.l2_bytes()) return {};

@@ -13,7 +13,6 @@
 #include "compiler/codegen/llvm/link.h"
 #include "compiler/codegen/llvm/module_builder.h"
 #include "compiler/codegen/llvm/static_archive.h"
-#include "compiler/codegen/weight_prefetch.h"
 #include "compiler/driver/stages.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verify.h"
@@ -91,8 +90,7 @@ void late_lower_verify(const Compilation& c) {
 void linearize_run(Compilation& c) {
   for (size_t i = 0; i < c.a.kernels.size(); ++i) {
     LoweredKernel& k = c.a.kernels[i];
-    k.codegen = codegen_kernel(k.name, c.a.plan.programs[i].ast, k.lowered);
-    k.codegen.prefetch = plan_weight_prefetch(k.lowered, c.target);
+    k.codegen = codegen_kernel(k.name, c.a.plan.programs[i].ast, k.lowered, c.target);
   }
 }
 void linearize_dump(Compilation& c, std::ostream& os) {
