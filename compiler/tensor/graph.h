@@ -104,6 +104,10 @@ struct LoweringOptions {
   // The target's flops per byte streamed from memory (TargetInfo::machine_balance; 6.4 is an
   // AVX2 core's): Winograd's larger weights are weighed against the flops it saves with it.
   double machine_balance = 6.4;
+  // The threads the package's sessions will run (kilnc --threads; a session of any count runs
+  // the package). Winograd's GEMMs divide among the threads; its transforms, bound by memory and
+  // by the lines the cores pass each other, do not: the rule weighs them this many times.
+  int64_t threads = 1;
 };
 
 // A size the model computes from data (NonMaxSuppression's selected boxes, Unique's distinct

@@ -110,6 +110,29 @@ TEST(Winograd, IsTakenOnlyWhereItPays) {
   EXPECT_FALSE(winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}}));
 }
 
+// kilnc --threads 2: the GEMMs divide between the threads, the memory-bound transforms do not,
+// so a layer takes Winograd only where its saved flops pay for twice the values moved
+// (squeezenet1_1's 16 -> 64 layers at 55x55 go direct; its wider ones and ResNet's stay).
+TEST(Winograd, ThreadsWeighTheTransformsAgainstTheGemms) {
+  auto taken = [](const Shape& x, int64_t k, int64_t threads) {
+    Graph g;
+    g.lowering().threads = threads;
+    Tensor in = Tensor::input(g, "x", dtypes::float32, x);
+    Tensor w = Tensor::weight(g, "w", random_weight({k, x[1], 3, 3}, 1));
+    return winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}});
+  };
+  EXPECT_TRUE(taken({1, 16, 55, 55}, 64, 1));
+  EXPECT_FALSE(taken({1, 16, 55, 55}, 64, 2));
+  EXPECT_TRUE(taken({1, 48, 13, 13}, 192, 2));
+  EXPECT_TRUE(taken({1, 32, 56, 56}, 96, 1));  // 1.9x the line at 1 thread
+  EXPECT_FALSE(taken({1, 32, 56, 56}, 96, 2));
+  EXPECT_TRUE(taken({1, 32, 27, 27}, 128, 2));
+  EXPECT_TRUE(taken({1, 64, 13, 13}, 256, 2));
+  EXPECT_TRUE(taken({1, 64, 56, 56}, 64, 2));
+  EXPECT_TRUE(taken({1, 256, 14, 14}, 256, 2));
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, 8));  // 8 threads: the transforms' share grows
+}
+
 // Where a core computes twice as much per byte of memory (a Xeon's two 512-bit FMA units:
 // balance 12.8), a 7x7 layer's F(2x2) weight, 1.8x the direct one, is what bounds it: direct.
 // 4x4 tiles at 14x14 and larger maps still pay. The balance is the target's (kilnc sets it).

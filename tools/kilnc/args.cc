@@ -53,6 +53,9 @@ std::string usage() {
          "  --explain-fusion         log every fusion decision\n"
          "  --no-winograd            direct 3x3 convolutions only (Winograd's transformed weights\n"
          "                           are 4x larger: a smaller package, slower 3x3 layers)\n"
+         "  --threads N              the threads its sessions will run (default 1): Winograd\n"
+         "                           layers must pay for transforms that do not divide among\n"
+         "                           threads; the package runs at any thread count\n"
          "  --embed-data             --emit static-lib: put the package in the archive as a C "
          "array\n"
          "  --embed-selftest         compile: store inputs (--input files, or seeded random "
@@ -201,6 +204,8 @@ Args parse_args(int argc, char** argv) {
     } else if (s == "-o" || is("--output")) {
       a.output = s == "-o" ? (i + 1 < argc ? argv[++i] : throw UsageError("-o needs a value"))
                            : value("--output");
+    } else if (is("--threads")) {
+      c.model.lowering.threads = parse_int(value("--threads"), "--threads", 1, 64);
     } else if (is("--emit")) {
       a.emit = value("--emit");
     } else if (is("--input")) {
