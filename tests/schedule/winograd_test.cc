@@ -110,27 +110,37 @@ TEST(Winograd, IsTakenOnlyWhereItPays) {
   EXPECT_FALSE(winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}}));
 }
 
+// Whether a 3x3 layer (x's channels -> k, padded by 1) takes Winograd under these options.
+bool padded_layer_takes_winograd(const Shape& x, int64_t k, const LoweringOptions& o) {
+  Graph g;
+  g.lowering() = o;
+  Tensor in = Tensor::input(g, "x", dtypes::float32, x);
+  Tensor w = Tensor::weight(g, "w", random_weight({k, x[1], 3, 3}, 1));
+  return winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}});
+}
+
 // kilnc --threads 2: the GEMMs divide between the threads, the memory-bound transforms do not,
 // so a layer takes Winograd only where its saved flops pay for twice the values moved
 // (squeezenet1_1's 16 -> 64 layers at 55x55 go direct; its wider ones and ResNet's stay).
 TEST(Winograd, ThreadsWeighTheTransformsAgainstTheGemms) {
-  auto taken = [](const Shape& x, int64_t k, int64_t threads) {
-    Graph g;
-    g.lowering().threads = threads;
-    Tensor in = Tensor::input(g, "x", dtypes::float32, x);
-    Tensor w = Tensor::weight(g, "w", random_weight({k, x[1], 3, 3}, 1));
-    return winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}});
+  struct Layer {
+    Shape x;
+    int64_t k, threads;
+    bool taken;
   };
-  EXPECT_TRUE(taken({1, 16, 55, 55}, 64, 1));
-  EXPECT_FALSE(taken({1, 16, 55, 55}, 64, 2));
-  EXPECT_TRUE(taken({1, 48, 13, 13}, 192, 2));
-  EXPECT_TRUE(taken({1, 32, 56, 56}, 96, 1));  // 1.9x the line at 1 thread
-  EXPECT_FALSE(taken({1, 32, 56, 56}, 96, 2));
-  EXPECT_TRUE(taken({1, 32, 27, 27}, 128, 2));
-  EXPECT_TRUE(taken({1, 64, 13, 13}, 256, 2));
-  EXPECT_TRUE(taken({1, 64, 56, 56}, 64, 2));
-  EXPECT_TRUE(taken({1, 256, 14, 14}, 256, 2));
-  EXPECT_FALSE(taken({1, 64, 56, 56}, 64, 8));  // 8 threads: the transforms' share grows
+  const Layer layers[] = {
+      {{1, 16, 55, 55}, 64, 1, true},   {{1, 16, 55, 55}, 64, 2, false},
+      {{1, 32, 56, 56}, 96, 1, true},   {{1, 32, 56, 56}, 96, 2, false},  // 1.9x the line
+      {{1, 48, 13, 13}, 192, 2, true},  {{1, 32, 27, 27}, 128, 2, true},
+      {{1, 64, 13, 13}, 256, 2, true},  {{1, 64, 56, 56}, 64, 2, true},
+      {{1, 256, 14, 14}, 256, 2, true}, {{1, 64, 56, 56}, 64, 8, false},  // 8 threads
+  };
+  for (const Layer& l : layers) {
+    LoweringOptions o;
+    o.threads = l.threads;
+    EXPECT_EQ(padded_layer_takes_winograd(l.x, l.k, o), l.taken)
+        << shape_str(l.x) << " -> " << l.k << " at " << l.threads << " threads";
+  }
 }
 
 // Where a core computes twice as much per byte of memory (a Xeon's two 512-bit FMA units:
@@ -138,11 +148,9 @@ TEST(Winograd, ThreadsWeighTheTransformsAgainstTheGemms) {
 // 4x4 tiles at 14x14 and larger maps still pay. The balance is the target's (kilnc sets it).
 TEST(Winograd, AWeightBoundLayerStaysDirectOnACoreThatComputesMorePerByte) {
   auto taken = [](const Shape& x, int64_t k, double balance) {
-    Graph g;
-    g.lowering().machine_balance = balance;
-    Tensor in = Tensor::input(g, "x", dtypes::float32, x);
-    Tensor w = Tensor::weight(g, "w", random_weight({k, x[1], 3, 3}, 1));
-    return winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}});
+    LoweringOptions o;
+    o.machine_balance = balance;
+    return padded_layer_takes_winograd(x, k, o);
   };
   EXPECT_TRUE(taken({1, 512, 7, 7}, 512, 6.4));
   EXPECT_FALSE(taken({1, 512, 7, 7}, 512, 12.8));
