@@ -144,15 +144,15 @@ bool streams_pay(const Transform& t, int64_t n, int64_t h, int64_t wd, double ba
 // the other core), and its 55x55 layers ran 1.45x the direct layers' time at 2 threads against
 // 0.66x at 1. So the saved flops pay for T times the values moved: at 2 threads those 16 -> 64
 // layers (1.02 of the 1-thread line) go direct; its 32 -> 128 ones at 27x27 (2.05) stay.
-const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd, double balance,
-                        int64_t threads) {
+const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd,
+                        const LoweringOptions& o) {
   if (k % kWeightPanel != 0) return nullptr;
   for (const Transform* t : {&kF4, &kF2}) {
     if (n * tiles(h, *t) * tiles(wd, *t) < 16) continue;
     if (t->points() * c * k * 4 > (int64_t{64} << 20)) return nullptr;
-    if (!streams_pay(*t, n, h, wd, balance)) return nullptr;
+    if (!streams_pay(*t, n, h, wd, o.machine_balance)) return nullptr;
     int64_t moved = c > k ? 3 * c + k : 2 * (c + k);  // twice the weighted channels
-    return 4 * t->saved() * c * k >= 75 * threads * t->points() * moved ? t : nullptr;
+    return 4 * t->saved() * c * k >= 75 * o.threads * t->points() * moved ? t : nullptr;
   }
   return nullptr;
 }
@@ -175,15 +175,14 @@ bool winograd_pays(const Tensor& x, const Tensor& w, int64_t groups,
     h += pads[0].first + pads[0].second;
     wd += pads[1].first + pads[1].second;
   }
-  const LoweringOptions& o = x.graph()->lowering();
-  return choose(x.dim(0), x.dim(1), w.dim(0), h, wd, o.machine_balance, o.threads) != nullptr;
+  return choose(x.dim(0), x.dim(1), w.dim(0), h, wd, x.graph()->lowering()) != nullptr;
 }
 
 Tensor winograd_conv3x3(const Tensor& xp, const Tensor& w) {
   Graph& g = *xp.graph();
   int64_t n = xp.dim(0), c = xp.dim(1), k = w.dim(0);
   int64_t h = xp.dim(2) - 2, wd = xp.dim(3) - 2;
-  const Transform* tp = choose(n, c, k, h, wd, g.lowering().machine_balance, g.lowering().threads);
+  const Transform* tp = choose(n, c, k, h, wd, g.lowering());
   if (!tp) throw InternalError("winograd_conv3x3 for a layer winograd_pays refuses");
   const Transform& t = *tp;
   int64_t m = t.m, in = t.in(), points = t.points();
