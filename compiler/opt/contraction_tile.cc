@@ -62,6 +62,18 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       for (int64_t p = budget; p >= 2 && padded == 1 && !is_symbolic(r); p /= 2)
         if (worth_padding(n, p)) padded = p;
       int64_t up = padded >= 4 * exact || (pad && padded > exact) ? padded : exact;
+      // A divisor that is not a power of two, over half the budget, in place of a padded
+      // power of two when it computes as many real positions per step: a 7x7 map's 49 positions
+      // in 7 groups of 7 rather than 7 of 8, one of them masked. Only on an odd axis: a 14-wide
+      // row as 7s rather than 8s ran resnet50's layer3.0 conv3 + downsample 1-11% slower. The
+      // emitter splits the odd tile into native vectors (native_pieces.h); a 7x7 2048 -> 512 layer
+      // ran 0.87x the time of its 4 x 64 tile at 1 thread, 8 x 32 0.92-1.07x.
+      int64_t odd = 1;
+      for (int64_t d = budget; 2 * d > budget && odd == 1 && !is_symbolic(r); --d)
+        if ((d & (d - 1)) != 0 && n % d == 0) odd = d;
+      if (up == padded && padded > exact && exact == 1 && odd > 1 &&
+          static_cast<double>(odd) >= static_cast<double>(padded) * used_share(n, padded))
+        up = odd;
       if (up > 1) {
         tile.push_back({OptKind::Upcast, r->range().id, up});
         budget /= up;
@@ -190,11 +202,28 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
           }
         break;
       }
+    // The share of a tile's positions that are not padding.
+    auto padding_of = [&](const std::vector<Opt>& tl) {
+      double used = 1;
+      for (const Opt& o : tl)
+        for (const UOp* r : kr.loops)
+          if (r->range().id == o.range_id) used *= used_share(size_of(r), o.amount);
+      return used;
+    };
+    // An exact tile of an odd divisor (tile_for's 7 of a 7x7 map's 49 positions).
+    auto odd_exact = [&](const std::vector<Opt>& tl) {
+      return tl.size() == 1 && tl[0].amount % 2 == 1 && padding_of(tl) == 1.0;
+    };
     // One vector on the lane axis when that lets the broadcast axes fill the budget (7x7 maps:
-    // 8 padded positions x 8 channels reuse each weight vector 8 times).
+    // 8 padded positions x 8 channels reuse each weight vector 8 times). Not in place of an odd
+    // exact tile when the padded one computes no more real positions (16 of 64 padded beside
+    // 7 x 2 vectors: 12.25 useful accumulators against 14).
     if (lanes > width && size_of(vec) % width == 0) {
       std::vector<Opt> narrow = tile_for(vec, width);
-      if (accumulators_of(width, narrow) > accumulators_of(lanes, tile)) {
+      bool keeps_odd = odd_exact(tile) &&
+                       static_cast<double>(accumulators_of(width, narrow)) * padding_of(narrow) <=
+                           static_cast<double>(accumulators_of(lanes, tile));
+      if (accumulators_of(width, narrow) > accumulators_of(lanes, tile) && !keeps_odd) {
         lanes = width;
         tile = std::move(narrow);
       }
@@ -262,18 +291,27 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
         lanes *= 2;
       }
     }
-    // The share of a tile's positions that are not padding.
-    auto padding_of = [&](const std::vector<Opt>& tl) {
-      double used = 1;
-      for (const Opt& o : tl)
-        for (const UOp* r : kr.loops)
-          if (r->range().id == o.range_id) used *= used_share(size_of(r), o.amount);
-      return used;
-    };
     // Loads per useful FMA: padded positions and lanes compute nothing.
     auto tile_cost = [&](int64_t l, const std::vector<Opt>& tl) {
       return loads_per_fma_of(l, tl) / (padding_of(tl) * used_share(size_of(vec), l));
     };
+    // Half the lane vectors beside an exact tile of an odd divisor, where the tile at these
+    // lanes pads its positions: a 7x7 map's 49 positions as 7 x 32 channels (14 accumulators,
+    // none idle) rather than 4 x 64 (16, 52 positions computed for 49). Counted in cache lines
+    // rather than loads, since the weight vectors stream from L2 (a long reduction's panel
+    // outgrows L1) while the tile's broadcasts share one line of the input: 2 weight lines and
+    // about 1 input line per 14 FMAs against 4 and 1 per 15 useful ones. resnet50's 7x7 2048 ->
+    // 512 layer, hot: 0.59-0.63 ms with 7 x 32 against 0.67-0.78 with 4 x 64 at 1 thread,
+    // 0.285 against 0.39-0.47 at 2 (ONNX Runtime 0.58 and 0.28). Only from 4 lane vectors: from
+    // 2 (AVX2's 16-register tiles) it would leave one vector beside 7 broadcasts.
+    if (lanes >= 4 * width && lanes % (2 * width) == 0 && tile.size() == 1 &&
+        padding_of(tile) < 1.0 && !rows_anyway) {
+      std::vector<Opt> tl = tile_for(vec, lanes / 2);
+      if (odd_exact(tl) && 4 * accumulators_of(lanes / 2, tl) >= 3 * accumulators_of(lanes, tile)) {
+        lanes /= 2;
+        tile = std::move(tl);
+      }
+    }
     // More vectors beside fewer tile positions, when that loads less per useful FMA with as
     // many accumulators (a 14x14 1x1 layer over 576 channels: 64 channels x 4 positions load 8
     // per 16 FMAs, 16 channels x 16 padded positions 17: mobilenet_v2's took 0.181 ms with the

@@ -322,6 +322,35 @@ TEST(CodegenShape, AMaskedRowsReductionKeepsItsTileInRegisters) {
   }
 }
 
+// A 1x1 layer at 7x7 on AVX-512 takes a tile of 7 positions x 32 channels: a <224 x float>
+// accumulator in the IR, which LLVM's legalizer would widen to 256 lanes and split, turning the
+// broadcasts into lane inserts and spilling the tile (296 vinsertps and 834 stack accesses, 8.6x
+// the time). Split into native vectors first (native_pieces.h), it is 14 accumulators, each FMA
+// beside a broadcast, nothing reloaded from the stack. AVX2 keeps a power-of-two tile.
+TEST(CodegenShape, AnOddRegisterTileIsWholeNativeVectors) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    g.lowering().vector_bytes = c.vector_bytes;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 320, 7, 7});
+    Tensor w = ramp_weight(g, "w", {1280, 320, 1, 1}, 0.01, 7);
+    g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+    Artifacts a = assembly_for(g, c);
+    bool odd = false;
+    for (const OptimizedKernel& k : a.optimized)
+      for (const Opt& o : k.opts) odd |= o.kind == OptKind::Upcast && o.amount == 7;
+    EXPECT_EQ(odd, c.vector_bytes == 64) << c.name;
+    // 14 (AVX2: 8) accumulators, the reduction unrolled by 4.
+    EXPECT_GE(count_matches(a.assembly, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register),
+              c.vector_bytes == 64 ? 56 : 32)
+        << c.name;
+    EXPECT_LE(count_matches(a.assembly, "vinsertps"), 8) << c.name;
+    EXPECT_EQ(count_matches(a.assembly,
+                            std::string(R"(vmovups\s+-?[0-9]*\(%rsp\), )") + c.vector_register),
+              0)
+        << c.name;
+  }
+}
+
 // The assembly of SiLU over a [4, 64, 64] input for CPU c.
 std::string silu_assembly(const Cpu& c) {
   Graph g;

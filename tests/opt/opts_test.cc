@@ -362,33 +362,74 @@ TEST(Heuristics, SmallRowCountsKeepTheirTileBesideWideLanes) {
   EXPECT_EQ(default_opts(p.programs[0].ast, avx512), want);
 }
 
-// Rows padded by more than a tenth (a 7x7 map's 49 positions in groups of 8: 56) give way to
-// half the rows beside twice the lane vectors (groups of 4: 52, and 4 + 4 loads per 16 FMAs
+// The upcasts default_opts gives an m x 320 by 320 x 1280 matmul (a weight, as a 1x1 layer of m
+// positions).
+std::vector<Opt> upcasts_of_weight_matmul(int64_t m, const OptTarget& t) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {m, 320});
+  NDArray w(dtypes::float32, {320, 1280});
+  g.add_output("y", matmul(a, Tensor::weight(g, "w", w)).uop());
+  Plan p = plan_graph(g, {});
+  return upcasts_of(default_opts(p.programs.at(0).ast, t));
+}
+
+// Rows padded by more than a tenth (a 5x5 map's 25 positions in groups of 8: 32) give way to
+// half the rows beside twice the lane vectors (groups of 4: 28, and 4 + 4 loads per 16 FMAs
 // instead of 2 + 8): mobilenet_v2's 7x7 1x1 layers ran at 69 GFLOP/s with 8 x 32, at 91 with
-// 4 x 64. 196 rows (16-row tiles pad 6%) take 4 exact rows beside 4 vectors instead, by the
-// rule for a padded tile (WiderLanesReplaceAPaddedTile); AVX2's 4-row tile over 49 (8%) stays.
+// 4 x 64, before 7x7 maps took exact tiles of 7 (AnOddMapTakesAnExactOddTile). 196 rows
+// (16-row tiles pad 6%) take 4 exact rows beside 4 vectors instead, by the rule for a padded
+// tile (WiderLanesReplaceAPaddedTile); AVX2's 4-row tile over 49 (8%) stays.
 TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVectors) {
-  auto upcasts = [](int64_t m, OptTarget t) {
-    Graph g;
-    Tensor a = Tensor::input(g, "a", dtypes::float32, {m, 320});
-    NDArray w(dtypes::float32, {320, 1280});
-    g.add_output("y", matmul(a, Tensor::weight(g, "w", w)).uop());
-    Plan p = plan_graph(g, {});
-    return upcasts_of(default_opts(p.programs.at(0).ast, t));
-  };
   OptTarget avx512{64, 32}, avx2{32, 16};
-  EXPECT_EQ(upcasts(49, avx512),
+  EXPECT_EQ(upcasts_of_weight_matmul(25, avx512),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 64}}));
-  EXPECT_EQ(upcasts(196, avx512),
+  EXPECT_EQ(upcasts_of_weight_matmul(196, avx512),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 64}}));
-  EXPECT_EQ(upcasts(49, avx2),
+  EXPECT_EQ(upcasts_of_weight_matmul(49, avx2),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
-  // A 7-wide row (a 3x3 layer at 7x7, its padded input keeping H and W apart) pads to 8 in
-  // groups of 4 as in groups of 8: it keeps 8 positions x 32 channels, which load half the
-  // weight vectors per FMA (resnet50's layer4 3x3 layers: 2.04 ms with 4 x 64, 1.78 with 8 x 32).
+}
+
+// A map of an odd number of positions takes an exact tile of an odd divisor beside two lane
+// vectors where a power of two would pad it: 49 rows as 7 x 32 channels (14 accumulators, none
+// idle) rather than 4 x 64 (52 rows computed for 49) or 8 x 32 (56); the emitter splits the odd
+// tile into native vectors (native_pieces.h). A 7-wide row (a 3x3 layer at 7x7, its padded input
+// keeping H and W apart) takes 7 rather than 8 (resnet50's 7x7 layers 10-20% faster each, the
+// model 0.95x at 1 and 2 threads). Not a 14-wide row (7 rather than 8 of 16 was slower), nor on
+// AVX2, whose 16 registers leave a tile of 4 x 2 vectors.
+TEST(Heuristics, AnOddMapTakesAnExactOddTile) {
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  EXPECT_EQ(upcasts_of_weight_matmul(49, avx512),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 32}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(49, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+  auto conv3x3_upcasts = [](int64_t side, OptTarget t) {
+    Graph g;
+    g.lowering().winograd = false;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, side, side});
+    NDArray w(dtypes::float32, {512, 512, 3, 3});
+    g.add_output(
+        "y",
+        conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
+    Plan p = plan_graph(g, {});
+    for (const KernelProgram& k : p.programs)  // (the other kernel pads the input)
+      if (is_contraction_kernel(k.ast)) return upcasts_of(default_opts(k.ast, t));
+    ADD_FAILURE() << "no convolution kernel";
+    return std::vector<Opt>{};
+  };
+  EXPECT_EQ(conv3x3_upcasts(7, avx512),
+            (std::vector<Opt>{{OptKind::Upcast, 2, 7}, {OptKind::Upcast, 0, 32}}));
+  for (const Opt& o : conv3x3_upcasts(14, avx512)) EXPECT_NE(o.amount, 7) << o.str();
+  for (const Opt& o : conv3x3_upcasts(7, avx2)) EXPECT_NE(o.amount, 7) << o.str();
+}
+
+// A row that pads to the same width in groups of 4 as in groups of 8 (15 -> 16) keeps 8
+// positions x 32 channels, which load half the weight vectors per FMA of 4 x 64 (resnet50's
+// layer4 3x3 layers, 7-wide before they took 7: 2.04 ms with 4 x 64, 1.78 with 8 x 32).
+TEST(Heuristics, ARowPaddedAlikeInFoursAndEightsKeepsTwoVectorsOfChannels) {
+  OptTarget avx512{64, 32};
   Graph g;
   g.lowering().winograd = false;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, 7, 7});
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, 15, 15});
   NDArray w(dtypes::float32, {512, 512, 3, 3});
   g.add_output(
       "y",
@@ -402,11 +443,12 @@ TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVector
             (std::vector<Opt>{{OptKind::Upcast, 2, 8}, {OptKind::Upcast, 0, 32}}));
 }
 
-// The same rule for a 1x1 convolution, whose lane axis (output channels) is the outermost loop
-// and so the task split: 1280 channels take 4 positions x 64 lanes (20 tasks) and so do 320 over
-// 960 input channels (5 tasks: mobilenet_v2's 960 -> 320 layer at 7x7 ran 0.234 -> 0.181 ms at 1
-// thread, 0.134 -> 0.127 at 2, vCPUs far apart), but 192 keep 8 x 32, since 64s would leave 3
-// tasks, which 2 threads split 2:1 (efficientnet_b0's 1152 -> 192 projections 6-7% slower).
+// The half-rows rule for a 1x1 convolution, whose lane axis (output channels) is the outermost
+// loop and so the task split. At 7x7 on AVX-512 the odd tile replaces it (7 x 32 at 1280, 320
+// and 192 channels; mobilenet_v2 and efficientnet_b0 0.96-0.97x at 1 and 2 threads), where it
+// had taken 4 x 64 at 1280 and 320 channels (mobilenet_v2's 960 -> 320 layer 0.234 -> 0.181 ms
+// against 8 x 32) but kept 8 x 32 at 192, since 64s would leave 3 tasks, which 2 threads split
+// 2:1 (efficientnet_b0's 1152 -> 192 projections 6-7% slower).
 TEST(Heuristics, WiderVectorsOnTheTaskAxisKeepTasksEnough) {
   auto opts_of = [](int64_t cout) {
     Graph g;
@@ -418,15 +460,12 @@ TEST(Heuristics, WiderVectorsOnTheTaskAxisKeepTasksEnough) {
     Plan p = plan_graph(g, {});
     return default_opts(p.programs.at(0).ast, OptTarget{64, 32});
   };
-  std::vector<Opt> wide = opts_of(1280), five = opts_of(320), few = opts_of(192);
-  EXPECT_EQ(upcasts_of(wide),
-            (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 64}}));
-  EXPECT_EQ(wide.back(), (Opt{OptKind::Parallel, 0, 16}));
-  EXPECT_EQ(upcasts_of(five),
-            (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 64}}));
-  EXPECT_EQ(five.back(), (Opt{OptKind::Parallel, 0, 5}));
-  EXPECT_EQ(upcasts_of(few), (std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 32}}));
-  EXPECT_EQ(few.back(), (Opt{OptKind::Parallel, 0, 6}));
+  for (auto [cout, tasks] : {std::pair{1280, 16}, {320, 10}, {192, 6}}) {
+    std::vector<Opt> o = opts_of(cout);
+    EXPECT_EQ(upcasts_of(o), (std::vector<Opt>{{OptKind::Upcast, 1, 7}, {OptKind::Upcast, 0, 32}}))
+        << cout;
+    EXPECT_EQ(o.back(), (Opt{OptKind::Parallel, 0, tasks})) << cout;
+  }
   // 4 tasks split evenly over 2 and 4 threads: a 14x14 layer's 256 channels take 64 lanes beside
   // 4 exact positions (8 loads per 16 FMAs) rather than 16 lanes beside 16 padded positions (17).
   std::vector<Opt> four =

@@ -14,6 +14,7 @@
 
 #include "compiler/codegen/llvm/kernel_emitter.h"
 #include "compiler/codegen/llvm/mathlib.h"
+#include "compiler/codegen/llvm/native_pieces.h"
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
 
@@ -143,6 +144,11 @@ void optimize_module(llvm::Module& m, const TargetInfo& t) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);
+  // After the pipeline, which keeps a tile whole (its unrolling and CSE see one value per tile).
+  unsigned native_bits = static_cast<unsigned>(t.vector_bytes()) * 8;
+  llvm::FunctionPassManager pieces = native_pieces_passes(native_bits);
+  for (llvm::Function& f : m)
+    if (!f.isDeclaration() && has_odd_wide_vectors(f, native_bits)) pieces.run(f, fam);
 }
 
 namespace {
