@@ -373,6 +373,23 @@ std::vector<Opt> upcasts_of_weight_matmul(int64_t m, const OptTarget& t) {
   return upcasts_of(default_opts(p.programs.at(0).ast, t));
 }
 
+// The upcasts default_opts gives a direct 3x3 convolution (padding 1) of 512 channels to 512 on
+// a side x side map (the layer's kernel, not the one that pads its input).
+std::vector<Opt> upcasts_of_direct_3x3(int64_t side, const OptTarget& t) {
+  Graph g;
+  g.lowering().winograd = false;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, side, side});
+  NDArray w(dtypes::float32, {512, 512, 3, 3});
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  for (const KernelProgram& k : p.programs)
+    if (is_contraction_kernel(k.ast)) return upcasts_of(default_opts(k.ast, t));
+  ADD_FAILURE() << "no convolution kernel";
+  return {};
+}
+
 // Rows padded by more than a tenth (a 5x5 map's 25 positions in groups of 8: 32) give way to
 // half the rows beside twice the lane vectors (groups of 4: 28, and 4 + 4 loads per 16 FMAs
 // instead of 2 + 8): mobilenet_v2's 7x7 1x1 layers ran at 69 GFLOP/s with 8 x 32, at 91 with
@@ -402,44 +419,17 @@ TEST(Heuristics, AnOddMapTakesAnExactOddTile) {
             (std::vector<Opt>{{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 32}}));
   EXPECT_EQ(upcasts_of_weight_matmul(49, avx2),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
-  auto conv3x3_upcasts = [](int64_t side, OptTarget t) {
-    Graph g;
-    g.lowering().winograd = false;
-    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, side, side});
-    NDArray w(dtypes::float32, {512, 512, 3, 3});
-    g.add_output(
-        "y",
-        conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
-    Plan p = plan_graph(g, {});
-    for (const KernelProgram& k : p.programs)  // (the other kernel pads the input)
-      if (is_contraction_kernel(k.ast)) return upcasts_of(default_opts(k.ast, t));
-    ADD_FAILURE() << "no convolution kernel";
-    return std::vector<Opt>{};
-  };
-  EXPECT_EQ(conv3x3_upcasts(7, avx512),
+  EXPECT_EQ(upcasts_of_direct_3x3(7, avx512),
             (std::vector<Opt>{{OptKind::Upcast, 2, 7}, {OptKind::Upcast, 0, 32}}));
-  for (const Opt& o : conv3x3_upcasts(14, avx512)) EXPECT_NE(o.amount, 7) << o.str();
-  for (const Opt& o : conv3x3_upcasts(7, avx2)) EXPECT_NE(o.amount, 7) << o.str();
+  for (const Opt& o : upcasts_of_direct_3x3(14, avx512)) EXPECT_NE(o.amount, 7) << o.str();
+  for (const Opt& o : upcasts_of_direct_3x3(7, avx2)) EXPECT_NE(o.amount, 7) << o.str();
 }
 
 // A row that pads to the same width in groups of 4 as in groups of 8 (15 -> 16) keeps 8
 // positions x 32 channels, which load half the weight vectors per FMA of 4 x 64 (resnet50's
 // layer4 3x3 layers, 7-wide before they took 7: 2.04 ms with 4 x 64, 1.78 with 8 x 32).
 TEST(Heuristics, ARowPaddedAlikeInFoursAndEightsKeepsTwoVectorsOfChannels) {
-  OptTarget avx512{64, 32};
-  Graph g;
-  g.lowering().winograd = false;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, 15, 15});
-  NDArray w(dtypes::float32, {512, 512, 3, 3});
-  g.add_output(
-      "y",
-      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
-  Plan p = plan_graph(g, {});
-  const UOp* layer = nullptr;  // (the other kernel pads the input)
-  for (const KernelProgram& k : p.programs)
-    if (is_contraction_kernel(k.ast)) layer = k.ast;
-  ASSERT_NE(layer, nullptr);
-  EXPECT_EQ(upcasts_of(default_opts(layer, avx512)),
+  EXPECT_EQ(upcasts_of_direct_3x3(15, OptTarget{64, 32}),
             (std::vector<Opt>{{OptKind::Upcast, 2, 8}, {OptKind::Upcast, 0, 32}}));
 }
 
