@@ -280,7 +280,6 @@
 #define KILN_MSG_KILN_SESSION_TRACE_NULL_ARGUMENT "kiln_session_trace: NULL argument"
 #define KILN_MSG_KILN_SESSION_TRACE_THE_SESSION_WAS \
   "kiln_session_trace: the session was created without trace"
-#define KILN_MSG_WORKER_THREADS_THE_LIMIT_IS_THREADS "%zu worker threads (the limit is %d threads)"
 #define KILN_MSG_OUT_OF_MEMORY_CREATING_THE_THREAD "out of memory creating the thread pool"
 #define KILN_MSG_CANNOT_START_WORKER_THREAD "cannot start worker thread %zu"
 #define KILN_MSG_THIS_RUNTIME_IS_BUILT_WITHOUT_THREADS \
@@ -490,7 +489,6 @@
   M(KILN_SESSION_LAUNCH_PROFILE_INDEX_OUT)       \
   M(KILN_SESSION_TRACE_NULL_ARGUMENT)            \
   M(KILN_SESSION_TRACE_THE_SESSION_WAS)          \
-  M(WORKER_THREADS_THE_LIMIT_IS_THREADS)         \
   M(OUT_OF_MEMORY_CREATING_THE_THREAD)           \
   M(CANNOT_START_WORKER_THREAD)                  \
   M(THIS_RUNTIME_IS_BUILT_WITHOUT_THREADS)       \

@@ -6,6 +6,15 @@
  * first half of a layer's output channels or rows, then the next layer's) mostly read what their
  * own core wrote, where a shared counter handed items out in arrival order and a core read half
  * its inputs from the other's cache, at a third of the bandwidth (tools/bench/cross_core_read).
+ * A share's counter holds a generation and the items taken in that job; an older generation
+ * counts none yet, so the caller does not reset the counters per job. Where they live depends on
+ * the job (tools/bench/pool_bench, vCPUs ~900 ns apart): a small job's (at most two items per
+ * thread, up to four threads) are in the one line the job's words are in, which every thread
+ * reads anyway, as a recurrent net's many tiny launches want (a line more per launch cost
+ * lstm_classifier 5-9% at 2 threads); a larger job's have a line per thread, which only that
+ * thread writes until it steals or is stolen from: with one line written by both threads at
+ * every item, 16 items cost 0.5-1.2 us more per job. A thread adds the items it ran to the
+ * job's count once, when it finds no more.
  * Idle workers spin briefly, then sleep on a condition variable; waking them is the only system
  * call a run makes. */
 #include <stdatomic.h>
@@ -19,6 +28,15 @@
 
 #define KILN_SPINS 4000
 
+/* The small jobs' counters: up to this many threads, at most two items each. */
+#define KILN_SMALL_THREADS 4
+
+/* A larger job's share counter: generation << 32 | items taken from the share (reset once every
+ * 2^30 jobs, in kiln_pool_run). */
+struct share {
+  _Alignas(64) _Atomic uint64_t taken;
+};
+
 struct kiln_pool {
   size_t nworkers;
   pthread_t* threads;
@@ -27,16 +45,16 @@ struct kiln_pool {
   _Atomic int stop;
   _Atomic int sleepers;
   _Atomic uint32_t started; /* workers numbered so far (kiln_pool_thread_index) */
-  /* What a job writes and its threads read, in one cache line (up to four threads): a line more
-   * per launch, read on the other core, cost a recurrent layer's ~500 small launches 15% at 2
-   * threads. */
+  /* What a job writes and its threads read, in one cache line. */
   _Alignas(64) kiln_work_fn fn;
   void* ctx;
   _Atomic uint64_t limit; /* generation << 32 | item count */
-  _Atomic uint32_t done;
-  _Atomic uint32_t job; /* generation of the current job */
-  /* Per thread, the caller's first: the next item of its share, generation << 32 | item. */
-  _Atomic uint64_t shares[];
+  _Atomic uint32_t job;   /* generation of the current job */
+  _Atomic uint32_t done;  /* items run, added once per thread and job */
+  /* A small job's share counters (as struct share's), the caller's first. */
+  _Atomic uint64_t small[KILN_SMALL_THREADS];
+  /* A larger job's, per thread, the caller's first. */
+  struct share shares[];
 };
 
 /* A worker's number in its pool (a thread serves one pool); 0 on every other thread. */
@@ -59,26 +77,35 @@ static uint32_t share_start(uint32_t t, uint32_t n, uint32_t threads) {
   return (uint32_t)((uint64_t)t * n / threads);
 }
 
+static inline int is_small(uint32_t n, uint32_t threads) {
+  return threads <= KILN_SMALL_THREADS && n <= 2 * threads;
+}
+
 /* Takes and runs items of job |gen| until none are left: this thread's share first, then the
- * others'. */
+ * others'. A share's counter holds generation << 32 | items taken; an older generation (they
+ * wrap) counts none yet, a newer one means this job is over. */
 static void work(kiln_pool* p, uint32_t gen) {
   uint64_t lim = atomic_load_explicit(&p->limit, memory_order_acquire);
   if ((uint32_t)(lim >> 32) != gen) return; /* a late worker of an older job */
-  uint32_t n = (uint32_t)lim, threads = (uint32_t)p->nworkers + 1;
+  uint32_t n = (uint32_t)lim, threads = (uint32_t)p->nworkers + 1, ran = 0;
+  int small = is_small(n, threads);
   for (uint32_t k = 0; k < threads; ++k) {
     uint32_t t = (t_index + k) % threads;
-    uint32_t end = share_start(t + 1, n, threads);
-    _Atomic uint64_t* next = &p->shares[t];
+    uint32_t start = share_start(t, n, threads), end = share_start(t + 1, n, threads);
+    _Atomic uint64_t* taken = small ? &p->small[t] : &p->shares[t].taken;
     for (;;) {
-      uint64_t v = atomic_load_explicit(next, memory_order_acquire);
-      if ((uint32_t)(v >> 32) != gen || (uint32_t)v >= end) break;
-      if (!atomic_compare_exchange_weak_explicit(next, &v, v + 1, memory_order_acq_rel,
-                                                 memory_order_relaxed))
-        continue;
-      p->fn(p->ctx, (uint32_t)v);
-      atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+      uint64_t v = atomic_load_explicit(taken, memory_order_acquire);
+      int32_t age = (int32_t)((uint32_t)(v >> 32) - gen);
+      uint32_t i = start + (age == 0 ? (uint32_t)v : 0);
+      if (age > 0 || i >= end) break;
+      if (atomic_compare_exchange_weak_explicit(taken, &v, (uint64_t)gen << 32 | (i - start + 1),
+                                                memory_order_acq_rel, memory_order_relaxed)) {
+        p->fn(p->ctx, i);
+        ++ran;
+      }
     }
   }
+  if (ran) atomic_fetch_add_explicit(&p->done, ran, memory_order_release);
 }
 
 static void* worker(void* arg) {
@@ -105,21 +132,17 @@ static void* worker(void* arg) {
   }
 }
 
+/* num_workers is below KILN_MAX_THREADS: kiln_session_create refuses more threads. */
 kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_pool** out) {
-  if (num_workers >= KILN_MAX_THREADS)
-    return kiln_error(KILN_INVALID_ARGUMENT, KM(WORKER_THREADS_THE_LIMIT_IS_THREADS), num_workers,
-                      KILN_MAX_THREADS);
-  size_t size = sizeof(kiln_pool) + (num_workers + 1) * sizeof(uint64_t);
+  /* One block: the pool, its share counters, then the worker threads' handles. */
+  size_t shares = sizeof(kiln_pool) + (num_workers + 1) * sizeof(struct share);
+  size_t size = shares + num_workers * sizeof(pthread_t);
   kiln_pool* p = kiln_alloc(a, size, 64);
   if (!p) return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_CREATING_THE_THREAD));
   memset(p, 0, size);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
-  p->threads = kiln_alloc(a, num_workers * sizeof(pthread_t) + 1, 16);
-  if (!p->threads) {
-    kiln_pool_destroy(a, p);
-    return kiln_error(KILN_OUT_OF_MEMORY, KM(OUT_OF_MEMORY_CREATING_THE_THREAD));
-  }
+  p->threads = (pthread_t*)((char*)p + shares);
   for (size_t i = 0; i < num_workers; ++i) {
     if (pthread_create(&p->threads[i], NULL, worker, p) != 0) {
       kiln_pool_destroy(a, p);
@@ -140,7 +163,6 @@ void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* p) {
   for (size_t i = 0; i < p->nworkers; ++i) pthread_join(p->threads[i], NULL);
   pthread_cond_destroy(&p->wake);
   pthread_mutex_destroy(&p->mu);
-  kiln_free(a, p->threads);
   kiln_free(a, p);
 }
 
@@ -154,10 +176,13 @@ void kiln_pool_run(kiln_pool* p, uint32_t n, kiln_work_fn fn, void* ctx) {
   p->fn = fn;
   p->ctx = ctx;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-  uint32_t threads = (uint32_t)p->nworkers + 1;
-  for (uint32_t t = 0; t < threads; ++t)
-    atomic_store_explicit(&p->shares[t], (uint64_t)gen << 32 | share_start(t, n, threads),
-                          memory_order_release);
+  /* Once every 2^30 jobs, so that no counter falls 2^31 jobs behind and looks newer. */
+  if ((gen & 0x3fffffffu) == 1)
+    for (size_t t = 0; t <= p->nworkers; ++t) {
+      uint64_t older = (uint64_t)(gen - 1) << 32;
+      atomic_store_explicit(&p->shares[t].taken, older, memory_order_relaxed);
+      if (t < KILN_SMALL_THREADS) atomic_store_explicit(&p->small[t], older, memory_order_relaxed);
+    }
   atomic_store_explicit(&p->limit, (uint64_t)gen << 32 | n, memory_order_release);
   /* Sequentially consistent, as is the read of the sleepers count after it: a worker going to
    * sleep counts itself and then reads the job, so one of the two sees the other and the worker

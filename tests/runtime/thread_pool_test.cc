@@ -49,9 +49,11 @@ void await_started(const Record& r, std::initializer_list<uint32_t> items) {
 }
 
 // Every item of every job runs exactly once, whatever the item count against the threads (none,
-// fewer than the threads, not a multiple of them) and however the jobs follow each other.
+// fewer than the threads, not a multiple of them) and however the jobs follow each other: small
+// jobs (up to two items a thread, up to four threads: counters in the job's line) and larger ones
+// (a counter line per thread, not reset between jobs) alternating.
 TEST(ThreadPool, EveryItemRunsOnce) {
-  for (size_t workers : {1u, 2u, 3u}) {
+  for (size_t workers : {1u, 2u, 3u, 4u}) {
     kiln_pool* pool = nullptr;
     ASSERT_EQ(kiln_pool_create(nullptr, workers, &pool), KILN_OK);
     for (int round = 0; round < 20; ++round)
@@ -67,27 +69,33 @@ TEST(ThreadPool, EveryItemRunsOnce) {
 
 // Each thread starts on its own contiguous share: the caller on the first items, the worker on
 // the second half, so consecutive launches split alike keep each half of the data on one core.
-// (Items 0 and 4 each wait for the other to start, so neither thread can have reached the
-// other's share first, however late it is scheduled.)
+// (Items 0 and n/2 each wait for the other to start, so neither thread can have reached the
+// other's share first, however late it is scheduled.) Small jobs and larger ones alike.
 TEST(ThreadPool, EachThreadStartsOnItsOwnShare) {
   kiln_pool* pool = nullptr;
   ASSERT_EQ(kiln_pool_create(nullptr, 1, &pool), KILN_OK);
-  for (int round = 0; round < 3; ++round) {
-    Record r(8);
-    kiln_pool_run(
-        pool, 8,
-        [](void* ctx, uint32_t item) {
-          record(ctx, item);
-          if (item == 0) await_started(*static_cast<Record*>(ctx), {4});
-          if (item == 4) await_started(*static_cast<Record*>(ctx), {0});
-        },
-        &r);
-    EXPECT_EQ(r.thread[0].load(), 0u);
-    EXPECT_EQ(r.thread[4].load(), 1u);
-    EXPECT_EQ(r.first[0].load(), 0);
-    EXPECT_EQ(r.first[1].load(), 4);  // a shared counter gave the worker item 1 first
-    for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(r.runs[i].load(), 1);
-  }
+  for (int round = 0; round < 3; ++round)
+    for (uint32_t n : {4u, 8u}) {  // a small job and a larger one
+      Record r(n);
+      struct Job {
+        Record* r;
+        uint32_t half;
+      } job{&r, n / 2};
+      kiln_pool_run(
+          pool, n,
+          [](void* ctx, uint32_t item) {
+            auto* j = static_cast<Job*>(ctx);
+            record(j->r, item);
+            if (item == 0) await_started(*j->r, {j->half});
+            if (item == j->half) await_started(*j->r, {0});
+          },
+          &job);
+      EXPECT_EQ(r.thread[0].load(), 0u) << n;
+      EXPECT_EQ(r.thread[n / 2].load(), 1u) << n;
+      EXPECT_EQ(r.first[0].load(), 0) << n;
+      EXPECT_EQ(r.first[1].load(), n / 2) << n;  // a shared counter gave the worker item 1 first
+      for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(r.runs[i].load(), 1) << n;
+    }
   kiln_pool_destroy(nullptr, pool);
 }
 
