@@ -60,8 +60,10 @@ struct KernelRanges {
 };
 KernelRanges kernel_ranges(const UOp* ast);
 
-// The maximum number of vector lanes (product of upcast sizes) a kernel may have.
-inline constexpr int64_t kMaxUpcastLanes = 256;
+// The maximum number of vector lanes (product of upcast sizes) a kernel may have: 18 AVX-512
+// accumulators (9 positions x 32 channels, contraction_tile.cc's odd tile one position over the
+// budget).
+inline constexpr int64_t kMaxUpcastLanes = 288;
 // An upcast may pad its range to whole groups (the extra lanes masked) by at most this fraction
 // of the padded lanes: beyond it, most of a group would compute nothing.
 inline constexpr int64_t kMaxUpcastPaddingDenominator = 3;  // a third

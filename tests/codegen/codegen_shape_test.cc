@@ -351,6 +351,37 @@ TEST(CodegenShape, AnOddRegisterTileIsWholeNativeVectors) {
   }
 }
 
+// A 3x3 layer on a 27-wide map takes 9 positions x 32 channels on AVX-512, 18 accumulators (one
+// position over the budget, AnOddRowOnePositionOverTheBudgetTakesAnExactTile): split into
+// native vectors, they stay in registers beside the weights and the broadcasts, the window's 9
+// taps x 18 FMAs per input channel: the reduction reloads nothing from the stack (the epilogue
+// reloads its bias vectors, 4 loads per tile; unsplit, the tile spilled in every step). AVX2
+// keeps a power-of-two tile.
+TEST(CodegenShape, ANinePositionTileStaysInRegisters) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    g.lowering().vector_bytes = c.vector_bytes;
+    g.lowering().winograd = false;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 27, 27});
+    Tensor w = ramp_weight(g, "w", {128, 32, 3, 3}, 0.01, 7);
+    g.add_output("y", relu(conv(x, w, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1})).uop());
+    Artifacts a = assembly_for(g, c);
+    bool nine = false;
+    for (const OptimizedKernel& k : a.optimized)
+      for (const Opt& o : k.opts) nine |= o.kind == OptKind::Upcast && o.amount == 9;
+    EXPECT_EQ(nine, c.vector_bytes == 64) << c.name;
+    if (c.vector_bytes != 64) continue;
+    EXPECT_GE(count_matches(a.assembly, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register),
+              162)
+        << c.name;
+    EXPECT_LE(count_matches(a.assembly, "vinsertps"), 8) << c.name;
+    EXPECT_LE(count_matches(a.assembly,
+                            std::string(R"(vmovups\s+-?[0-9]*\(%rsp\), )") + c.vector_register),
+              4)
+        << c.name;
+  }
+}
+
 // The assembly of SiLU over a [4, 64, 64] input for CPU c.
 std::string silu_assembly(const Cpu& c) {
   Graph g;

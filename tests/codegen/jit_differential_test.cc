@@ -96,28 +96,34 @@ TEST(JitDifferential, PaddedUpcastsMaskTheirExtraLanes) {
 }
 
 // Register tiles of an odd number of positions (7 of a 7x7 map's 49, beside 1, 2 or 4 lane
-// vectors; 3 beside a padded lane axis) are wider than a register and not a power of two: the
-// emitter splits them into native vectors (native_pieces.h), loads, stores and masked lanes
-// included, and they compute what the interpreter does.
+// vectors; 3 beside a padded lane axis; 9 of 27 beside 2 vectors, the most lanes a kernel may
+// have) are wider than a register and not a power of two: the emitter splits them into native
+// vectors (native_pieces.h), loads, stores and masked lanes included, and they compute what the
+// interpreter does.
 TEST(JitDifferential, OddTilesSplitIntoNativeVectorsKeepTheValues) {
-  Graph g;
-  Tensor a = Tensor::input(g, "a", dtypes::float32, {49, 96});
-  Tensor b = Tensor::input(g, "b", dtypes::float32, {96, 72});
-  g.add_output("c", relu(matmul(a, b)).uop());  // loops r0[49] r1[72], reduce r2[96]
-  auto inputs = testing::random_inputs(g, 23);
-  Plan p = plan_graph(g, {});
-  ASSERT_EQ(p.programs.size(), 1u);
-  auto ref = interpret(p, g, inputs);
-  std::vector<std::vector<Opt>> cases = {
-      {{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 8}},
-      {{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 24}, {OptKind::Unroll, 2, 4}},
-      {{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 36}, {OptKind::Parallel, 0, 7}},
-      {{OptKind::Upcast, 0, 3}, {OptKind::Upcast, 1, 32}, {OptKind::Unroll, 2, 2}},
+  struct Case {
+    int64_t rows;
+    std::vector<Opt> opts;
   };
-  for (const auto& opts : cases) {
+  std::vector<Case> cases = {
+      {49, {{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 8}}},
+      {49, {{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 24}, {OptKind::Unroll, 2, 4}}},
+      {49, {{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 36}, {OptKind::Parallel, 0, 7}}},
+      {49, {{OptKind::Upcast, 0, 3}, {OptKind::Upcast, 1, 32}, {OptKind::Unroll, 2, 2}}},
+      {27, {{OptKind::Upcast, 0, 9}, {OptKind::Upcast, 1, 32}, {OptKind::Unroll, 2, 4}}},
+  };
+  for (const Case& c : cases) {
+    Graph g;
+    Tensor a = Tensor::input(g, "a", dtypes::float32, {c.rows, 96});
+    Tensor b = Tensor::input(g, "b", dtypes::float32, {96, 72});
+    g.add_output("c", relu(matmul(a, b)).uop());  // loops r0[rows] r1[72], reduce r2[96]
+    auto inputs = testing::random_inputs(g, 23);
+    Plan p = plan_graph(g, {});
+    ASSERT_EQ(p.programs.size(), 1u);
+    auto ref = interpret(p, g, inputs);
     std::string what;
-    for (const Opt& o : opts) what += o.str() + " ";
-    std::map<std::string, std::vector<Opt>> tuned = {{p.programs[0].name, opts}};
+    for (const Opt& o : c.opts) what += o.str() + " ";
+    std::map<std::string, std::vector<Opt>> tuned = {{p.programs[0].name, c.opts}};
     JitProgram jit(p, host(), {.forced = &tuned});
     auto got = jit.run(g, inputs);
     EXPECT_TRUE(testing::arrays_close(ref.at("c"), got.at("c"))) << what;
