@@ -248,5 +248,9 @@ KILN_RT_PRIVATE void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* pool)
 KILN_RT_PRIVATE void kiln_pool_run(kiln_pool* pool, uint32_t n, kiln_work_fn fn, void* ctx);
 /* 0 on the thread that calls kiln_pool_run (any thread that is not a worker), 1.. on workers. */
 KILN_RT_PRIVATE uint32_t kiln_pool_thread_index(void);
+#if defined(KILN_RT_TEST_HOOKS)
+/* Tests only: the next job's generation is gen + 1 (thread_pool.c). */
+void kiln_pool_set_generation(kiln_pool* pool, uint32_t gen);
+#endif
 
 #endif /* KILN_RT_INTERNAL_H_ */

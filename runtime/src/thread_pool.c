@@ -31,8 +31,8 @@
 /* The small jobs' counters: up to this many threads, at most two items each. */
 #define KILN_SMALL_THREADS 4
 
-/* A larger job's share counter: generation << 32 | items taken from the share (reset once every
- * 2^30 jobs, in kiln_pool_run). */
+/* A larger job's share counter: generation << 32 | items taken from the share (rewritten once
+ * every 2^30 jobs, in kiln_pool_run). */
 struct share {
   _Alignas(64) _Atomic uint64_t taken;
 };
@@ -45,7 +45,9 @@ struct kiln_pool {
   _Atomic int stop;
   _Atomic int sleepers;
   _Atomic uint32_t started; /* workers numbered so far (kiln_pool_thread_index) */
-  /* What a job writes and its threads read, in one cache line. */
+  /* What a job writes and its threads read, in one cache line. fn and ctx are plain fields: the
+   * caller rewrites them only after every item of the job before has run, and a late worker of
+   * that job finds no item left to call them for. */
   _Alignas(64) kiln_work_fn fn;
   void* ctx;
   _Atomic uint64_t limit; /* generation << 32 | item count */
@@ -63,6 +65,19 @@ static _Thread_local uint32_t t_index;
 uint32_t kiln_pool_thread_index(void) {
   return t_index;
 }
+
+#if defined(KILN_RT_TEST_HOOKS)
+/* Tests only (the sanitizer builds), on an idle pool: the next job's generation is gen + 1, the
+ * counters as a pool that ran job gen would hold them, so that a test can run jobs across the
+ * counters' rewrite (every 2^30 jobs) and the generation's wrap. */
+void kiln_pool_set_generation(kiln_pool* p, uint32_t gen) {
+  for (size_t t = 0; t <= p->nworkers; ++t) {
+    atomic_store(&p->shares[t].taken, (uint64_t)gen << 32);
+    if (t < KILN_SMALL_THREADS) atomic_store(&p->small[t], (uint64_t)gen << 32);
+  }
+  atomic_store(&p->job, gen);
+}
+#endif
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__)
@@ -176,12 +191,14 @@ void kiln_pool_run(kiln_pool* p, uint32_t n, kiln_work_fn fn, void* ctx) {
   p->fn = fn;
   p->ctx = ctx;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-  /* Once every 2^30 jobs, so that no counter falls 2^31 jobs behind and looks newer. */
+  /* Once every 2^30 jobs, so that no counter falls 2^31 jobs behind and looks newer: this job's
+   * generation with none taken. (Not the previous job's: a worker still in that job, between
+   * its check of the limit and its first counter, would take its items again.) */
   if ((gen & 0x3fffffffu) == 1)
     for (size_t t = 0; t <= p->nworkers; ++t) {
-      uint64_t older = (uint64_t)(gen - 1) << 32;
-      atomic_store_explicit(&p->shares[t].taken, older, memory_order_relaxed);
-      if (t < KILN_SMALL_THREADS) atomic_store_explicit(&p->small[t], older, memory_order_relaxed);
+      atomic_store_explicit(&p->shares[t].taken, (uint64_t)gen << 32, memory_order_relaxed);
+      if (t < KILN_SMALL_THREADS)
+        atomic_store_explicit(&p->small[t], (uint64_t)gen << 32, memory_order_relaxed);
     }
   atomic_store_explicit(&p->limit, (uint64_t)gen << 32 | n, memory_order_release);
   /* Sequentially consistent, as is the read of the sleepers count after it: a worker going to

@@ -17,6 +17,7 @@ kiln_status kiln_pool_create(const kiln_allocator* a, size_t num_workers, kiln_p
 void kiln_pool_destroy(const kiln_allocator* a, kiln_pool* pool);
 void kiln_pool_run(kiln_pool* pool, uint32_t n, kiln_work_fn fn, void* ctx);
 uint32_t kiln_pool_thread_index(void);
+void kiln_pool_set_generation(kiln_pool* pool, uint32_t gen);  // KILN_RT_TEST_HOOKS
 }
 
 namespace {
@@ -65,6 +66,27 @@ TEST(ThreadPool, EveryItemRunsOnce) {
       }
     kiln_pool_destroy(nullptr, pool);
   }
+}
+
+// The counters carry their job's generation, which wraps (skipping 0), and are rewritten once
+// every 2^30 jobs (to the new job's generation: a late worker of the previous job must find
+// nothing to take). Jobs of both kinds across those points still run every item once.
+TEST(ThreadPool, EveryItemRunsOnceAcrossTheGenerationsRewriteAndWrap) {
+  for (size_t workers : {1u, 4u})
+    for (uint32_t from : {0x3ffffff0u, 0x7ffffff0u, 0xbffffff0u, 0xfffffff0u}) {
+      kiln_pool* pool = nullptr;
+      ASSERT_EQ(kiln_pool_create(nullptr, workers, &pool), KILN_OK);
+      kiln_pool_set_generation(pool, from);
+      for (int job = 0; job < 40; ++job) {
+        uint32_t n = job % 3 == 0 ? 2u : job % 3 == 1 ? 16u : 61u;
+        Record r(n);
+        kiln_pool_run(pool, n, record, &r);
+        for (uint32_t i = 0; i < n; ++i)
+          ASSERT_EQ(r.runs[i].load(), 1)
+              << std::hex << from << " + " << std::dec << job << ", item " << i << " of " << n;
+      }
+      kiln_pool_destroy(nullptr, pool);
+    }
 }
 
 // Each thread starts on its own contiguous share: the caller on the first items, the worker on
