@@ -66,15 +66,21 @@ uint32_t kiln_pool_thread_index(void) {
   return t_index;
 }
 
+/* Every share counter, small and larger, set to job gen with none taken. */
+static void tag_counters(kiln_pool* p, uint32_t gen) {
+  for (size_t t = 0; t <= p->nworkers; ++t) {
+    atomic_store_explicit(&p->shares[t].taken, (uint64_t)gen << 32, memory_order_relaxed);
+    if (t < KILN_SMALL_THREADS)
+      atomic_store_explicit(&p->small[t], (uint64_t)gen << 32, memory_order_relaxed);
+  }
+}
+
 #if defined(KILN_RT_TEST_HOOKS)
 /* Tests only (the sanitizer builds), on an idle pool: the next job's generation is gen + 1, the
  * counters as a pool that ran job gen would hold them, so that a test can run jobs across the
  * counters' rewrite (every 2^30 jobs) and the generation's wrap. */
 void kiln_pool_set_generation(kiln_pool* p, uint32_t gen) {
-  for (size_t t = 0; t <= p->nworkers; ++t) {
-    atomic_store(&p->shares[t].taken, (uint64_t)gen << 32);
-    if (t < KILN_SMALL_THREADS) atomic_store(&p->small[t], (uint64_t)gen << 32);
-  }
+  tag_counters(p, gen);
   atomic_store(&p->job, gen);
 }
 #endif
@@ -194,12 +200,7 @@ void kiln_pool_run(kiln_pool* p, uint32_t n, kiln_work_fn fn, void* ctx) {
   /* Once every 2^30 jobs, so that no counter falls 2^31 jobs behind and looks newer: this job's
    * generation with none taken. (Not the previous job's: a worker still in that job, between
    * its check of the limit and its first counter, would take its items again.) */
-  if ((gen & 0x3fffffffu) == 1)
-    for (size_t t = 0; t <= p->nworkers; ++t) {
-      atomic_store_explicit(&p->shares[t].taken, (uint64_t)gen << 32, memory_order_relaxed);
-      if (t < KILN_SMALL_THREADS)
-        atomic_store_explicit(&p->small[t], (uint64_t)gen << 32, memory_order_relaxed);
-    }
+  if ((gen & 0x3fffffffu) == 1) tag_counters(p, gen);
   atomic_store_explicit(&p->limit, (uint64_t)gen << 32 | n, memory_order_release);
   /* Sequentially consistent, as is the read of the sleepers count after it: a worker going to
    * sleep counts itself and then reads the job, so one of the two sees the other and the worker

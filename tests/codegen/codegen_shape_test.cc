@@ -55,6 +55,22 @@ int count_matches(const std::string& text, const std::string& re) {
       std::distance(std::sregex_iterator(text.begin(), text.end(), r), std::sregex_iterator()));
 }
 
+// Vector FMAs on CPU c's registers, and vector registers reloaded from the stack (spills).
+int vector_fmas(const std::string& text, const Cpu& c) {
+  return count_matches(text, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register);
+}
+int vector_reloads(const std::string& text, const Cpu& c) {
+  return count_matches(text, std::string(R"(vmovups\s+-?[0-9]*\(%rsp\), )") + c.vector_register);
+}
+
+// True when a kernel of `a` upcasts a range by `amount` (a register tile of that many rows).
+bool has_upcast(const Artifacts& a, int64_t amount) {
+  for (const OptimizedKernel& k : a.optimized)
+    for (const Opt& o : k.opts)
+      if (o.kind == OptKind::Upcast && o.amount == amount) return true;
+  return false;
+}
+
 TEST(CodegenShape, TheTargetDescriptionNamesTheCpusFacts) {
   const TargetInfo& avx2 = target(kCpus[0]);
   const TargetInfo& avx512 = target(kCpus[1]);
@@ -89,8 +105,7 @@ TEST(CodegenShape, RegisterTilesUseTheTargetsVectors) {
     Tensor b = Tensor::input(g, "b", dtypes::float32, {96, 128});
     g.add_output("y", matmul(a, b).uop());
     std::string s = assembly_for(g, c).assembly;
-    EXPECT_GE(count_matches(s, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register), 8)
-        << c.name;
+    EXPECT_GE(vector_fmas(s, c), 8) << c.name;
     if (c.vector_bytes == 32) {
       EXPECT_EQ(count_matches(s, "%zmm"), 0) << c.name;
     }
@@ -107,8 +122,7 @@ TEST(CodegenShape, WeightPanelsAreOneVectorWide) {
     Tensor a = Tensor::input(g, "a", dtypes::float32, {64, 256});
     g.add_output("y", matmul(a, ramp_weight(g, "w", {256, 512}, 0.01, 7)).uop());
     std::string s = assembly_for(g, c).assembly;
-    EXPECT_GE(count_matches(s, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register), 16)
-        << c.name;
+    EXPECT_GE(vector_fmas(s, c), 16) << c.name;
     return count_matches(s, "vinsertf(128|32x4|64x4)");
   };
   for (const Cpu& c : kCpus) EXPECT_EQ(inserts(c, weight_panel_for(c.vector_bytes)), 0) << c.name;
@@ -164,9 +178,7 @@ TEST(CodegenShape, DepthwiseRowsAreVectorLoadsNotLaneInserts) {
       Artifacts a = assembly_for(g, c);
       std::string label = std::string(c.name) + " stride " + std::to_string(stride);
       inserts[stride] = count_matches(a.assembly, "vinsertps|vpinsrd");
-      EXPECT_GE(count_matches(a.assembly, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register),
-                9)
-          << label;
+      EXPECT_GE(vector_fmas(a.assembly, c), 9) << label;
       if (stride == 2) {
         EXPECT_GE(count_matches(a.assembly, "vpermt2ps|vpermps|vshufps|vpermilps|vunpck"), 2)
             << label;
@@ -313,11 +325,8 @@ TEST(CodegenShape, AMaskedRowsReductionKeepsItsTileInRegisters) {
                                 {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}))
                           .uop());
     Artifacts a = assembly_for(g, c);
-    EXPECT_GE(count_matches(a.assembly, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register),
-              64)
-        << c.name;
-    int reloads = count_matches(a.assembly,
-                                std::string(R"(vmovups\s+-?[0-9]*\(%rsp\), )") + c.vector_register);
+    EXPECT_GE(vector_fmas(a.assembly, c), 64) << c.name;
+    int reloads = vector_reloads(a.assembly, c);
     EXPECT_LE(reloads, 8) << c.name;  // was 66 on sapphirerapids (0 on znver3 either way)
   }
 }
@@ -335,19 +344,11 @@ TEST(CodegenShape, AnOddRegisterTileIsWholeNativeVectors) {
     Tensor w = ramp_weight(g, "w", {1280, 320, 1, 1}, 0.01, 7);
     g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
     Artifacts a = assembly_for(g, c);
-    bool odd = false;
-    for (const OptimizedKernel& k : a.optimized)
-      for (const Opt& o : k.opts) odd |= o.kind == OptKind::Upcast && o.amount == 7;
-    EXPECT_EQ(odd, c.vector_bytes == 64) << c.name;
+    EXPECT_EQ(has_upcast(a, 7), c.vector_bytes == 64) << c.name;
     // 14 (AVX2: 8) accumulators, the reduction unrolled by 4.
-    EXPECT_GE(count_matches(a.assembly, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register),
-              c.vector_bytes == 64 ? 56 : 32)
-        << c.name;
+    EXPECT_GE(vector_fmas(a.assembly, c), c.vector_bytes == 64 ? 56 : 32) << c.name;
     EXPECT_LE(count_matches(a.assembly, "vinsertps"), 8) << c.name;
-    EXPECT_EQ(count_matches(a.assembly,
-                            std::string(R"(vmovups\s+-?[0-9]*\(%rsp\), )") + c.vector_register),
-              0)
-        << c.name;
+    EXPECT_EQ(vector_reloads(a.assembly, c), 0) << c.name;
   }
 }
 
@@ -366,19 +367,11 @@ TEST(CodegenShape, ANinePositionTileStaysInRegisters) {
     Tensor w = ramp_weight(g, "w", {128, 32, 3, 3}, 0.01, 7);
     g.add_output("y", relu(conv(x, w, nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1})).uop());
     Artifacts a = assembly_for(g, c);
-    bool nine = false;
-    for (const OptimizedKernel& k : a.optimized)
-      for (const Opt& o : k.opts) nine |= o.kind == OptKind::Upcast && o.amount == 9;
-    EXPECT_EQ(nine, c.vector_bytes == 64) << c.name;
+    EXPECT_EQ(has_upcast(a, 9), c.vector_bytes == 64) << c.name;
     if (c.vector_bytes != 64) continue;
-    EXPECT_GE(count_matches(a.assembly, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register),
-              162)
-        << c.name;
+    EXPECT_GE(vector_fmas(a.assembly, c), 162) << c.name;
     EXPECT_LE(count_matches(a.assembly, "vinsertps"), 8) << c.name;
-    EXPECT_LE(count_matches(a.assembly,
-                            std::string(R"(vmovups\s+-?[0-9]*\(%rsp\), )") + c.vector_register),
-              4)
-        << c.name;
+    EXPECT_LE(vector_reloads(a.assembly, c), 4) << c.name;
   }
 }
 

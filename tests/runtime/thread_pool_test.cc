@@ -49,6 +49,15 @@ void await_started(const Record& r, std::initializer_list<uint32_t> items) {
       std::this_thread::yield();
 }
 
+// Runs a job of n items on `pool`: the first item that did not run exactly once, or -1.
+int64_t item_not_run_once(kiln_pool* pool, uint32_t n) {
+  Record r(n);
+  kiln_pool_run(pool, n, record, &r);
+  for (uint32_t i = 0; i < n; ++i)
+    if (r.runs[i].load() != 1) return i;
+  return -1;
+}
+
 // Every item of every job runs exactly once, whatever the item count against the threads (none,
 // fewer than the threads, not a multiple of them) and however the jobs follow each other: small
 // jobs (up to two items a thread, up to four threads: counters in the job's line) and larger ones
@@ -58,12 +67,8 @@ TEST(ThreadPool, EveryItemRunsOnce) {
     kiln_pool* pool = nullptr;
     ASSERT_EQ(kiln_pool_create(nullptr, workers, &pool), KILN_OK);
     for (int round = 0; round < 20; ++round)
-      for (uint32_t n : {0u, 1u, 2u, 3u, 5u, 16u, 17u, 61u}) {
-        Record r(n);
-        kiln_pool_run(pool, n, record, &r);
-        for (uint32_t i = 0; i < n; ++i)
-          ASSERT_EQ(r.runs[i].load(), 1) << workers << " workers, item " << i << " of " << n;
-      }
+      for (uint32_t n : {0u, 1u, 2u, 3u, 5u, 16u, 17u, 61u})
+        ASSERT_EQ(item_not_run_once(pool, n), -1) << workers << " workers, " << n << " items";
     kiln_pool_destroy(nullptr, pool);
   }
 }
@@ -79,11 +84,8 @@ TEST(ThreadPool, EveryItemRunsOnceAcrossTheGenerationsRewriteAndWrap) {
       kiln_pool_set_generation(pool, from);
       for (int job = 0; job < 40; ++job) {
         uint32_t n = job % 3 == 0 ? 2u : job % 3 == 1 ? 16u : 61u;
-        Record r(n);
-        kiln_pool_run(pool, n, record, &r);
-        for (uint32_t i = 0; i < n; ++i)
-          ASSERT_EQ(r.runs[i].load(), 1)
-              << std::hex << from << " + " << std::dec << job << ", item " << i << " of " << n;
+        ASSERT_EQ(item_not_run_once(pool, n), -1)
+            << std::hex << from << " + " << std::dec << job << ", " << n << " items";
       }
       kiln_pool_destroy(nullptr, pool);
     }
