@@ -275,6 +275,36 @@ TEST(PlanGolden, GatheredRowsReadInAReductionAreWrittenOnce) {
   EXPECT_EQ(testing::plan_and_check(bag).launches.size(), 1u);
 }
 
+// A strided 1x1 convolution (a ResNet block's downsampling) reads a dense copy of the positions
+// it uses: one kernel copies every other element of every other row, and the convolution's
+// loads read that buffer (64 x 14 x 14), not the map (64 x 28 x 28), which every task of
+// output channels would walk again. Its values match the eager result (plan_and_check).
+TEST(PlanGolden, AStridedPointwiseConvolutionReadsADenseCopyOfItsPositions) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 28, 28});
+  Tensor w = Tensor::weight(g, "w", filled(dtypes::float32, {128, 64, 1, 1}, 0.1));
+  g.add_output("y", conv(x, w, nullptr, {{2, 2}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = testing::plan_and_check(g);
+  ASSERT_EQ(p.launches.size(), 2u);
+  int contractions = 0;
+  for (const auto& prog : p.programs) {
+    if (count_ops(prog.ast, Op::REDUCE) == 0) continue;
+    ++contractions;
+    for (const UOp* u : prog.ast->toposort()) {
+      if (u->op == Op::DEFINE_GLOBAL && u->dtype.scalar == ScalarKind::Float32) {
+        EXPECT_NE(u->dtype.ptr_size, 64 * 28 * 28) << "the convolution reads the whole map";
+      }
+    }
+  }
+  EXPECT_EQ(contractions, 1);
+  // Unstrided, the 1x1 layer reads the map itself: one kernel.
+  Graph h;
+  Tensor xh = Tensor::input(h, "x", dtypes::float32, {1, 64, 14, 14});
+  Tensor wh = Tensor::weight(h, "w", filled(dtypes::float32, {128, 64, 1, 1}, 0.1));
+  h.add_output("y", conv(xh, wh, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  EXPECT_EQ(testing::plan_and_check(h).launches.size(), 1u);
+}
+
 TEST(PlanGolden, AReductionUnderAnOuterBroadcastIsKeptAndExplained) {
   // y[i, j] = x[i, j] - mean_i(x)[j]: inlining the mean into the (i, j) loops would recompute it
   // for every i, so the policy keeps it (with its epilogue, the division by the count) and says
