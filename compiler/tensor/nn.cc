@@ -60,15 +60,17 @@ Tensor with_bias(const Tensor& r, const Tensor* bias) {
 }
 
 // Whether x is a max pool's result over a map materialized channels-last (max_pool reads a
-// convolution's output so): such a pool has the channels as its lanes, and writes its result
-// channels-last with whole-vector stores where NCHW takes a transpose per row of 8 positions.
+// convolution's output so: the map permuted (N, H, W, C) and stored): such a pool has the
+// channels as its lanes, and writes its result channels-last with whole-vector stores where
+// NCHW takes a transpose per row of 8 positions.
 bool max_pool_over_channels_last(const Tensor& x) {
   const UOp* u = x.uop();
   while (u->op == Op::RESHAPE) u = u->src[0];
   if (u->op != Op::REDUCE_AXIS || u->reduce_arg().op != Op::MAX) return false;
-  for (u = u->src[0]; ops::movement().has(u->op) || u->op == Op::WINDOW; u = u->src[0]) {
+  for (u = u->src[0]; ops::movement().has(u->op); u = u->src[0]) {
   }
-  return u->op == Op::CONTIGUOUS;
+  if (u->op != Op::CONTIGUOUS || u->src[0]->op != Op::PERMUTE) return false;
+  return u->src[0]->varg() == std::vector<int64_t>{0, 2, 3, 1};
 }
 
 }  // namespace
@@ -77,13 +79,15 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   // A 1x1 layer over such a pool (squeezenet's first squeeze layer) reads the pooled map
   // channels-last: the pool then stores whole channel vectors (0.165 -> 0.063 ms on an AMD EPYC
   // at 1 thread) and the layer's loads along its channels are contiguous (0.066 -> 0.043 ms).
-  // Only a 1x1 layer: a padded convolution's input would be copied back to NCHW, and a graph
-  // output needs NCHW (docs/performance.md).
-  bool pointwise = x_in.ndim() == 4 && w.ndim() == 4 && w.dim(2) == 1 && w.dim(3) == 1 &&
-                   p.groups == 1 &&
-                   std::all_of(p.padding.begin(), p.padding.end(),
-                               [](const auto& pad) { return pad.first == 0 && pad.second == 0; }) &&
-                   max_pool_over_channels_last(x_in);
+  // Only an unstrided 1x1 layer: a padded convolution's input would be copied back to NCHW, a
+  // strided one reads a dense copy of its positions (below), and a graph output needs NCHW; a
+  // pool that also feeds those is stored in both layouts (docs/performance.md).
+  bool pointwise =
+      x_in.ndim() == 4 && w.ndim() == 4 && w.dim(2) == 1 && w.dim(3) == 1 && p.groups == 1 &&
+      std::all_of(p.stride.begin(), p.stride.end(), [](int64_t s) { return s == 1; }) &&
+      std::all_of(p.padding.begin(), p.padding.end(),
+                  [](const auto& pad) { return pad.first == 0 && pad.second == 0; }) &&
+      max_pool_over_channels_last(x_in);
   Tensor x = pointwise ? x_in.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}) : x_in;
   int64_t nsp = x.ndim() - 2;
   if (nsp < 1 || nsp > 3)
@@ -104,6 +108,11 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   auto pads = pads_or_zero(p.padding, ns, "conv");
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
 
+  Tensor xp = pad_spatial(x, pads, 0.0);
+  for (size_t j = 0; j < ns; ++j)
+    if (dil[j] * (kernel[j] - 1) + 1 > xp.dim(static_cast<int64_t>(2 + j)))
+      throw Error(str_cat("conv: kernel ", shape_str(kernel), " is larger than the padded input ",
+                          shape_str(xp.shape())));
   // A strided 1x1 layer (a ResNet block's downsampling, stride 2) reads a dense copy of the
   // positions it uses: in NCHW each of its tasks (a block of output channels) walked every
   // channel's rows picking every other element of every other row, half the lines of the whole
@@ -123,11 +132,6 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
     dense_p.stride.assign(ns, 1);
     return conv(picked.reshape(dense).contiguous(), w, bias, dense_p);
   }
-  Tensor xp = pad_spatial(x, pads, 0.0);
-  for (size_t j = 0; j < ns; ++j)
-    if (dil[j] * (kernel[j] - 1) + 1 > xp.dim(static_cast<int64_t>(2 + j)))
-      throw Error(str_cat("conv: kernel ", shape_str(kernel), " is larger than the padded input ",
-                          shape_str(xp.shape())));
   if (winograd_pays(x, w, g, stride, dil, pads)) return with_bias(winograd_conv3x3(xp, w), bias);
   Tensor xw = xp.window(kernel, stride, dil);  // (N, C, *o, *k)
   Shape out_sp(xw.shape().begin() + 2, xw.shape().begin() + 2 + nsp);

@@ -300,7 +300,8 @@ TEST(CodegenShape, APoolOverAConvolutionReadsItChannelsLast) {
       }
     }
     EXPECT_EQ(stems, 1) << c.name;
-    EXPECT_EQ(pools, 1) << c.name;  // the output is the pool's own store: no copy
+    EXPECT_EQ(pools, 1) << c.name;
+    EXPECT_EQ(kernel_bodies(a.assembly).size(), 2u) << c.name;  // the pool stores the output
   }
 }
 
@@ -322,6 +323,8 @@ TEST(CodegenShape, APointwiseLayerOverAChannelsLastPoolReadsItChannelsLast) {
       EXPECT_EQ(count_matches(body, kShuffles), 0) << c.name << " " << name;
     }
     EXPECT_EQ(pools, 1) << c.name;
+    // The stem, the pool and the 1x1 layer: no copy between the pool and the layer.
+    EXPECT_EQ(kernel_bodies(a.assembly).size(), 3u) << c.name;
   }
 }
 

@@ -277,26 +277,41 @@ TEST(PlanGolden, GatheredRowsReadInAReductionAreWrittenOnce) {
 
 // A strided 1x1 convolution (a ResNet block's downsampling) reads a dense copy of the positions
 // it uses: one kernel copies every other element of every other row, and the convolution's
-// loads read that buffer (64 x 14 x 14), not the map (64 x 28 x 28), which every task of
-// output channels would walk again. Its values match the eager result (plan_and_check).
+// loads read that buffer (C x 14 x 14), not the map (C x 28 x 28), which every task of output
+// channels would walk again. Values match the eager result (plan_and_check), also for an odd
+// map with a bias and a batch of 2, and a 1-D layer of stride 3.
 TEST(PlanGolden, AStridedPointwiseConvolutionReadsADenseCopyOfItsPositions) {
-  Graph g;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 28, 28});
-  Tensor w = Tensor::weight(g, "w", filled(dtypes::float32, {128, 64, 1, 1}, 0.1));
-  g.add_output("y", conv(x, w, nullptr, {{2, 2}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-  Plan p = testing::plan_and_check(g);
-  ASSERT_EQ(p.launches.size(), 2u);
-  int contractions = 0;
-  for (const auto& prog : p.programs) {
-    if (count_ops(prog.ast, Op::REDUCE) == 0) continue;
-    ++contractions;
-    for (const UOp* u : prog.ast->toposort()) {
-      if (u->op == Op::DEFINE_GLOBAL && u->dtype.scalar == ScalarKind::Float32) {
-        EXPECT_NE(u->dtype.ptr_size, 64 * 28 * 28) << "the convolution reads the whole map";
-      }
+  struct Case {
+    Shape x;
+    int64_t stride;
+    int64_t dense;  // elements of the copy the convolution reads
+    bool bias;
+  };
+  for (const Case& k :
+       {Case{{1, 64, 28, 28}, 2, 64 * 14 * 14, false},
+        Case{{2, 32, 29, 29}, 2, 2 * 32 * 15 * 15, true}, Case{{1, 32, 10}, 3, 32 * 4, false}}) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, k.x);
+    Shape ws = {48, k.x[1]};
+    ws.insert(ws.end(), k.x.size() - 2, 1);
+    Tensor w = Tensor::weight(g, "w", filled(dtypes::float32, ws, 0.1));
+    Tensor b = Tensor::weight(g, "b", filled(dtypes::float32, {48}, 0.2));
+    ConvParams p;
+    p.stride.assign(k.x.size() - 2, k.stride);
+    g.add_output("y", conv(x, w, k.bias ? &b : nullptr, p).uop());
+    Plan plan = testing::plan_and_check(g);
+    ASSERT_EQ(plan.launches.size(), 2u) << shape_str(k.x);
+    int contractions = 0;
+    for (const auto& prog : plan.programs) {
+      if (count_ops(prog.ast, Op::REDUCE) == 0) continue;
+      ++contractions;
+      bool reads_copy = false;
+      for (const UOp* u : prog.ast->toposort())
+        reads_copy |= u->op == Op::DEFINE_GLOBAL && u->dtype.ptr_size == k.dense;
+      EXPECT_TRUE(reads_copy) << shape_str(k.x) << ": the convolution reads the whole map";
     }
+    EXPECT_EQ(contractions, 1) << shape_str(k.x);
   }
-  EXPECT_EQ(contractions, 1);
   // Unstrided, the 1x1 layer reads the map itself: one kernel.
   Graph h;
   Tensor xh = Tensor::input(h, "x", dtypes::float32, {1, 64, 14, 14});
