@@ -59,6 +59,23 @@ Tensor with_bias(const Tensor& r, const Tensor* bias) {
   return r.add(bias->reshape(bs));
 }
 
+bool all_ones(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t e) { return e == 1; });
+}
+
+bool unpadded(const std::vector<std::pair<int64_t, int64_t>>& pads) {
+  return std::all_of(pads.begin(), pads.end(),
+                     [](const auto& pad) { return pad.first == 0 && pad.second == 0; });
+}
+
+// The channels-last order of a 2-D map (N, H, W, C).
+const std::vector<int64_t> kChannelsLast = {0, 2, 3, 1};
+
+// x (N, C, H, W) stored channels-last, viewed back as NCHW.
+Tensor stored_channels_last(const Tensor& x) {
+  return x.permute(kChannelsLast).contiguous().permute({0, 3, 1, 2});
+}
+
 // Whether x is a max pool's result over a map materialized channels-last (max_pool reads a
 // convolution's output so: the map permuted (N, H, W, C) and stored): such a pool has the
 // channels as its lanes, and writes its result channels-last with whole-vector stores where
@@ -70,34 +87,21 @@ bool max_pool_over_channels_last(const Tensor& x) {
   for (u = u->src[0]; ops::movement().has(u->op); u = u->src[0]) {
   }
   if (u->op != Op::CONTIGUOUS || u->src[0]->op != Op::PERMUTE) return false;
-  return u->src[0]->varg() == std::vector<int64_t>{0, 2, 3, 1};
+  return u->src[0]->varg() == kChannelsLast;
 }
 
 }  // namespace
 
 Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvParams& p) {
-  // A 1x1 layer over such a pool (squeezenet's first squeeze layer) reads the pooled map
-  // channels-last: the pool then stores whole channel vectors (0.165 -> 0.063 ms on an AMD EPYC
-  // at 1 thread) and the layer's loads along its channels are contiguous (0.066 -> 0.043 ms).
-  // Only an unstrided 1x1 layer: a padded convolution's input would be copied back to NCHW, a
-  // strided one reads a dense copy of its positions (below), and a graph output needs NCHW; a
-  // pool that also feeds those is stored in both layouts (docs/performance.md).
-  bool pointwise =
-      x_in.ndim() == 4 && w.ndim() == 4 && w.dim(2) == 1 && w.dim(3) == 1 && p.groups == 1 &&
-      std::all_of(p.stride.begin(), p.stride.end(), [](int64_t s) { return s == 1; }) &&
-      std::all_of(p.padding.begin(), p.padding.end(),
-                  [](const auto& pad) { return pad.first == 0 && pad.second == 0; }) &&
-      max_pool_over_channels_last(x_in);
-  Tensor x = pointwise ? x_in.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}) : x_in;
-  int64_t nsp = x.ndim() - 2;
+  int64_t nsp = x_in.ndim() - 2;
   if (nsp < 1 || nsp > 3)
     throw Error("conv: input must be (N, C, spatial...) with 1-3 spatial axes, got " +
-                shape_str(x.shape()));
-  if (w.ndim() != x.ndim())
+                shape_str(x_in.shape()));
+  if (w.ndim() != x_in.ndim())
     throw Error("conv: weight " + shape_str(w.shape()) + " does not match input " +
-                shape_str(x.shape()));
-  if (x.dtype() != w.dtype()) throw Error("conv: input and weight dtypes differ");
-  int64_t g = p.groups, n = x.dim(0), c = x.dim(1), co = w.dim(0), cg = w.dim(1);
+                shape_str(x_in.shape()));
+  if (x_in.dtype() != w.dtype()) throw Error("conv: input and weight dtypes differ");
+  int64_t g = p.groups, n = x_in.dim(0), c = x_in.dim(1), co = w.dim(0), cg = w.dim(1);
   if (g < 1 || c % g != 0 || co % g != 0 || cg * g != c)
     throw Error(str_cat("conv: ", c, " input channels, weight ", shape_str(w.shape()),
                         " and groups=", g,
@@ -107,6 +111,18 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   auto dil = or_default(p.dilation, ns, 1, "dilation", "conv");
   auto pads = pads_or_zero(p.padding, ns, "conv");
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  // A 1x1 layer over a max pool that read its map channels-last (max_pool_over_channels_last;
+  // squeezenet's first squeeze layer) reads the pooled map channels-last: the pool then stores
+  // whole channel vectors (0.165 -> 0.063 ms on an AMD EPYC at 1 thread) and the layer's loads
+  // along its channels are contiguous (0.066 -> 0.043 ms).
+  // Only an unstrided 1x1 layer: a padded convolution's input would be copied back to NCHW, a
+  // strided one reads a dense copy of its positions (below), and a graph output needs NCHW; a
+  // pool that also feeds those is stored in both layouts (docs/performance.md).
+  bool one_by_one = g == 1 && all_ones(kernel) && unpadded(pads);
+  bool strided = std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; });
+  Tensor x = one_by_one && all_ones(stride) && nsp == 2 && max_pool_over_channels_last(x_in)
+                 ? stored_channels_last(x_in)
+                 : x_in;
 
   Tensor xp = pad_spatial(x, pads, 0.0);
   for (size_t j = 0; j < ns; ++j)
@@ -121,11 +137,7 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   // threads, with the 1x1 layer they are fused with: 1.05 -> 0.86 ms (layer3.0), 1.21 -> 1.01
   // (layer4.0); the models 0.990 (resnet50) and 0.971 (resnet18) at 2 threads, 0.99-1.00 at 1
   // (docs/performance.md).
-  bool strided = std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; });
-  if (strided && g == 1 &&
-      std::all_of(kernel.begin(), kernel.end(), [](int64_t k) { return k == 1; }) &&
-      std::all_of(pads.begin(), pads.end(),
-                  [](const auto& pad) { return pad.first == 0 && pad.second == 0; })) {
+  if (one_by_one && strided) {
     Tensor picked = x.window(kernel, stride, dil);  // (N, C, *o, 1...)
     Shape dense(picked.shape().begin(), picked.shape().begin() + 2 + nsp);
     ConvParams dense_p = p;
@@ -257,10 +269,9 @@ Tensor max_pool(const Tensor& x, const PoolParams& p) {
   // it cost more than that).
   // Not a padded pool: its padded copy (resnet's stem, padded by 1) was then materialized in
   // NCHW from the channels-last map, a gather per element (1.7 ms where the pool took 0.2).
-  bool unpadded = std::all_of(g.pads.begin(), g.pads.end(),
-                              [](const auto& pad) { return pad.first == 0 && pad.second == 0; });
-  bool channels_last = nsp == 2 && unpadded && x.dim(1) % kWeightPanel == 0 && one_reduction(x);
-  Tensor xin = channels_last ? x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}) : x;
+  bool channels_last =
+      nsp == 2 && unpadded(g.pads) && x.dim(1) % kWeightPanel == 0 && one_reduction(x);
+  Tensor xin = channels_last ? stored_channels_last(x) : x;
   Tensor w = pad_spatial(xin, g.pads, lowest).window(p.kernel, g.stride, g.dil);
   return w.max(axes_from(x.ndim(), nsp));
 }
