@@ -76,18 +76,69 @@ const UOp* loop_along(const UOp* ast, int64_t arg, SplitAxis axis) {
   return found;
 }
 
-// The kernels whose split may follow: any but a contraction over fewer than two reduce ranges (a
-// 1x1 layer, a matmul, a Winograd pass or product, float or int8), which combines channels or
-// positions and keeps the split its heuristics chose by what its tasks re-read. A 2-D window (a
-// depthwise layer, a global pool of a product), a pooling window, a padded copy or a border fill
-// follows. Measured whole (tools/bench/ab_bench, each against the rule that let only windows and
-// border fills follow): 1x1 layers and Winograd passes following too made resnet18 2% slower at
-// both thread counts and squeezenet1_1 3% slower at 1; the pools and copies alone made
+// The kernels whose split follows whenever there is a loop along the producer's: any but a
+// contraction over fewer than two reduce ranges (a 1x1 layer, a matmul, a Winograd pass or
+// product, float or int8), which combines channels or positions and keeps the split its
+// heuristics chose by what its tasks re-read, unless every reader of its output already splits
+// along that axis (readers_along). A 2-D window (a depthwise layer, a global pool of a product), a
+// pooling window, a padded copy or a border fill follows. Measured whole (tools/bench/ab_bench,
+// each against the rule that let only windows and border fills follow): 1x1 layers and Winograd
+// passes following unconditionally made resnet18 2% slower at both thread counts and
+// squeezenet1_1 3% slower at 1 (a Winograd input transform that follows moves the other core's
+// lines to the product that reads it: resnet50's 56x56 product 0.16 -> 0.24 ms at 2 threads,
+// vCPUs far apart; the depthwise layers after a 1x1 layer that follows, split like it, ran 0.01 -
+// 0.03 ms slower each in mobilenet_v2 and efficientnet_b0; squeezenet1_1's 1x1 expansions, in a
+// group with the 3x3 expansion's padded copy, made it 1-2% slower at 2 threads in three A/B
+// runs, so a launch that shares its group does not follow); the pools and copies alone made
 // squeezenet1_1 3-5% faster at 2 threads and resnet50 2-3% at both, and nothing slower by more than
 // 1%.
 bool free_to_follow(const UOp* ast) {
   if (!is_contraction_kernel(ast) && !is_dot_contraction(ast)) return true;
   return kernel_ranges(ast).reduces.size() >= 2;
+}
+
+// The loop a kernel's tasks split (its PARALLEL opt's range); nullptr for one task.
+const UOp* parallel_loop(const UOp* ast, const OptimizedKernel& k) {
+  if (k.ntasks <= 1) return nullptr;
+  for (const Opt& o : k.opts)
+    if (o.kind == OptKind::Parallel) return range_with_id(ast, o.range_id);
+  return nullptr;
+}
+
+// Whether every launch after `from` that reads `buffer` already splits along `axis` (its tasks'
+// loop walks the same span of the buffer), so that a contraction that follows its producer moves
+// no other core's lines to its readers: resnet50's 56x56 64 -> 256 layer with the residual added
+// (its input and the residual written split by rows, its readers the next block's 1x1 layers,
+// split by rows) ran 0.42 -> 0.27 ms at 2 threads with the vCPUs far apart, 0.29 -> 0.24 near.
+// A reader that splits otherwise, or would follow (a depthwise layer: slower split by rows
+// after a 1x1 layer), keeps the contraction's split. Launches of `self` (the program deciding)
+// count as reading along it.
+bool readers_along(const Plan& plan, size_t from, int buffer, SplitAxis axis, size_t self,
+                   const std::vector<OptimizedKernel>& kernels, const std::vector<bool>& alone) {
+  for (size_t i = from + 1; i < plan.launches.size(); ++i) {
+    const Launch& l = plan.launches[i];
+    size_t q = static_cast<size_t>(l.program);
+    const UOp* ast = plan.programs.at(q).ast;
+    for (size_t a = 1; a < l.args.size(); ++a) {
+      if (l.args[a] != buffer || q == self) continue;
+      const UOp* along = loop_along(ast, static_cast<int64_t>(a), axis);
+      if (!along || !alone[i] || parallel_loop(ast, kernels[q]) != along) return false;
+    }
+  }
+  return true;
+}
+
+// Per launch: whether it is the only launch of its parallel group. The runtime runs a group's
+// launches as one list of tasks, so in a group of several a launch's tasks do not fall to the
+// threads in shares of its own (two launches of 16 tasks on 2 threads: one launch each), and
+// which axis it splits does not decide which core wrote what it reads. A plan without groups
+// (built without that stage) counts every launch as alone.
+std::vector<bool> alone_in_group(const Plan& plan) {
+  std::vector<bool> alone(plan.launches.size(), true);
+  for (const std::vector<int>& g : plan.groups)
+    if (g.size() > 1)
+      for (int l : g) alone.at(static_cast<size_t>(l)) = false;
+  return alone;
 }
 
 }  // namespace
@@ -97,10 +148,12 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
                             std::vector<OptimizedKernel>& kernels) {
   std::map<int, SplitAxis> split_of;  // buffer -> the axis its writer's tasks split
   std::vector<bool> decided(kernels.size(), false);
+  std::vector<bool> alone = alone_in_group(plan);
   for (const Launch& l : plan.launches) {
     size_t p = static_cast<size_t>(l.program);
     const UOp* ast = plan.programs.at(p).ast;
-    if (!decided[p] && heuristic.at(p) && free_to_follow(ast)) {
+    bool free = free_to_follow(ast);
+    if (!decided[p] && heuristic.at(p)) {
       decided[p] = true;
       const UOp* along = nullptr;
       // Its inputs' producers first, then an earlier writer of its own output (the interior of
@@ -114,7 +167,12 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
       const UOp* stored = store_index(ast);
       if (along && stored && split_axis(ast, kernels[p]).stride != stride_of(stored, along)) {
         try {
-          kernels[p] = apply_opts(ast, default_opts(ast, t, along));
+          OptimizedKernel next = apply_opts(ast, default_opts(ast, t, along));
+          SplitAxis axis = split_axis(ast, next);
+          size_t at = static_cast<size_t>(&l - plan.launches.data());
+          if (free || (alone[at] && axis.stride == stride_of(stored, along) &&
+                       readers_along(plan, at, l.args[0], axis, p, kernels, alone)))
+            kernels[p] = std::move(next);
         } catch (const OptRefused&) {
           // the first choice stands
         }

@@ -2,8 +2,8 @@
 // 112x112 pattern: a 1x1 expansion whose tasks split the rows of a padded map, then the border
 // fills of that map and a stride-2 depthwise layer, which split the same rows instead of their
 // channels (or of nothing); squeezenet's squeeze layer, whose positions (one loop) the padded
-// copy for the 3x3 expansion follows as rows while the 1x1 expansion keeps its split; a max pool
-// in bands of the rows its producer split.
+// copy for the 3x3 expansion follows as rows; a 1x1 layer that follows only when every reader of
+// its output splits the same axis; a max pool in bands of the rows its producer split.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,6 +83,24 @@ Chain squeeze_then_expand(const OptTarget& t, bool follow) {
   Tensor s = relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, one));
   g.add_output("e1", relu(conv(s, Tensor::weight(g, "w2", w2), nullptr, one)).uop());
   g.add_output("e3", relu(conv(s, Tensor::weight(g, "w3", w3), nullptr, three)).uop());
+  return optimized(std::move(owner), t, follow);
+}
+
+// x (64 channels, 55x55) -> 1x1 conv to 16 -> ReLU (the squeeze layer: its tasks split the
+// positions as one loop) -> 1x1 conv to 64 -> ReLU (the expansion: 8 tiles of 8 channels) -> a
+// reader of the expansion: another squeeze layer to 16 (`squeeze_again`), which splits the
+// positions, or a 1x1 conv to 64, which splits its channels.
+Chain expansion_between(const OptTarget& t, bool squeeze_again, bool follow) {
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  g.lowering().vector_bytes = t.vector_bytes;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 55, 55});
+  NDArray w1(dtypes::float32, {16, 64, 1, 1}), w2(dtypes::float32, {64, 16, 1, 1}),
+      w3(dtypes::float32, {squeeze_again ? 16 : 64, 64, 1, 1});
+  ConvParams one{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1};
+  Tensor s = relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, one));
+  Tensor e = relu(conv(s, Tensor::weight(g, "w2", w2), nullptr, one));
+  g.add_output("y", relu(conv(e, Tensor::weight(g, "w3", w3), nullptr, one)).uop());
   return optimized(std::move(owner), t, follow);
 }
 
@@ -183,7 +201,9 @@ TEST(SplitAffinity, AProducerSplittingChannelsIsFollowedAlongChannels) {
 
 // The squeeze layer splits its positions as one loop (stride 1, 3025 of them); the copy into
 // the padded 58x58 map (one task before: too little work) splits that map's rows, the loop that
-// spans the same positions. The 1x1 expansion beside it combines channels and keeps its split.
+// spans the same positions. The 1x1 expansion beside it keeps its split (its channels): it runs
+// in one parallel group with that copy, whose tasks the runtime lists after its own, so which
+// axis it splits does not decide which core wrote what its tasks read.
 TEST(SplitAffinity, APaddedCopyFollowsPositionsSplitAsOneLoop) {
   OptTarget t = avx512();
   Chain before = squeeze_then_expand(t, false), after = squeeze_then_expand(t, true);
@@ -197,6 +217,11 @@ TEST(SplitAffinity, APaddedCopyFollowsPositionsSplitAsOneLoop) {
     if (std::find(l.args.begin() + 1, l.args.end(), squeezed) == l.args.end()) continue;
     if (is_contraction_kernel(after.plan.programs[p].ast)) {
       ++one_by_one;
+      bool shared = std::any_of(after.plan.groups.begin(), after.plan.groups.end(), [&](auto& g) {
+        return g.size() > 1 && std::find(g.begin(), g.end(), static_cast<int>(i)) != g.end();
+      });
+      EXPECT_TRUE(shared) << "launch " << i << " shares its parallel group";
+      EXPECT_EQ(a[i].first, 3025) << "launch " << i << ": its output channels";
       EXPECT_EQ(after.kernels[p].opts, before.kernels[p].opts) << "launch " << i;
     } else {
       ++copies;
@@ -227,6 +252,39 @@ TEST(SplitAffinity, AMaxPoolTakesBandsOfTheRowsItsProducerSplit) {
   bool banded = std::any_of(pool.opts.begin(), pool.opts.end(),
                             [](const Opt& o) { return o.kind == OptKind::Tile && o.amount > 1; });
   EXPECT_TRUE(banded) << "opts of the pool: " << pool.opts.size();
+}
+
+// A 1x1 layer follows its producer's split when every kernel that reads its output splits
+// along the same axis (and each is alone in its parallel group): the expansion between two
+// squeeze layers, all three then split the positions, so no thread reads a line the other core
+// wrote.
+TEST(SplitAffinity, AOneByOneLayerFollowsWhenItsReadersSplitTheSameAxis) {
+  for (const OptTarget& t : {avx512(), avx2()}) {
+    Chain before = expansion_between(t, true, false), after = expansion_between(t, true, true);
+    std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
+    ASSERT_EQ(a.size(), 3u);
+    EXPECT_EQ(a[0].first, 1) << "the squeeze layer splits its positions";
+    EXPECT_EQ(b[1].first, 3025) << "the expansion split its channels before";
+    EXPECT_EQ(a[1].first, 1) << "and its positions after";
+    EXPECT_GE(a[1].second, 8);
+    EXPECT_EQ(b[2].first, 1) << "the reader splits the positions by its own heuristics";
+    EXPECT_EQ(a[2], b[2]);
+  }
+}
+
+// When a reader of its output splits along another axis (a 1x1 layer to 64 channels: its
+// channels), the expansion keeps its own split: following would move the other core's lines
+// from its input to its reader.
+TEST(SplitAffinity, AOneByOneLayerKeepsItsSplitWhenAReaderSplitsOtherwise) {
+  for (const OptTarget& t : {avx512(), avx2()}) {
+    Chain before = expansion_between(t, false, false), after = expansion_between(t, false, true);
+    std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
+    ASSERT_EQ(a.size(), 3u);
+    EXPECT_EQ(a[0].first, 1) << "the squeeze layer splits its positions";
+    EXPECT_EQ(a[2].first, 3025) << "the reader splits its channels";
+    for (size_t p = 0; p < after.kernels.size(); ++p)
+      EXPECT_EQ(after.kernels[p].opts, before.kernels[p].opts) << "program " << p;
+  }
 }
 
 TEST(SplitAffinity, ForcedOrTunedKernelsKeepTheirSplit) {
