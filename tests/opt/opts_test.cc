@@ -395,7 +395,7 @@ std::vector<Opt> upcasts_of_direct_3x3(int64_t side, const OptTarget& t) {
 // instead of 2 + 8): mobilenet_v2's 7x7 1x1 layers ran at 69 GFLOP/s with 8 x 32, at 91 with
 // 4 x 64, before 7x7 maps took exact tiles of 7 (AnOddMapTakesAnExactOddTile). 196 rows
 // (16-row tiles pad 6%) take 4 exact rows beside 4 vectors instead, by the rule for a padded
-// tile (WiderLanesReplaceAPaddedTile); AVX2's 4-row tile over 49 (8%) stays.
+// tile (WiderLanesReplaceAPaddedTile); AVX2 takes 5 rows over 49 (2%; AnOddMapTakesAnExactOddTile).
 TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVectors) {
   OptTarget avx512{64, 32}, avx2{32, 16};
   EXPECT_EQ(upcasts_of_weight_matmul(25, avx512),
@@ -403,7 +403,7 @@ TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVector
   EXPECT_EQ(upcasts_of_weight_matmul(196, avx512),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 64}}));
   EXPECT_EQ(upcasts_of_weight_matmul(49, avx2),
-            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+            (std::vector<Opt>{{OptKind::Upcast, 0, 5}, {OptKind::Upcast, 1, 16}}));
 }
 
 // A map of an odd number of positions takes an exact tile of an odd divisor beside two lane
@@ -412,12 +412,19 @@ TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVector
 // tile into native vectors (native_pieces.h). A 7-wide row (a 3x3 layer at 7x7, its padded input
 // keeping H and W apart) takes 7 rather than 8 (resnet50's 7x7 layers 10-20% faster each, the
 // model 0.95x at 1 and 2 threads). Not a 14-wide row (7 rather than 8 of 16 was slower), nor on
-// AVX2, whose 16 registers leave a tile of 4 x 2 vectors.
+// AVX2, whose 16 registers do not hold 7 x 2 vectors: there a tile of 8 accumulators or fewer
+// takes one position more where that pads no more than its power of two, 49 rows as 10 x 5
+// (50) beside 2 vectors rather than 13 x 4 (52): 10 independent FMA chains instead of 8. A
+// 27-wide row keeps 4 (5 would compute 30 for 27, 4 computes 28), and 48 rows an exact 4.
 TEST(Heuristics, AnOddMapTakesAnExactOddTile) {
   OptTarget avx512{64, 32}, avx2{32, 16};
   EXPECT_EQ(upcasts_of_weight_matmul(49, avx512),
             (std::vector<Opt>{{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 32}}));
   EXPECT_EQ(upcasts_of_weight_matmul(49, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 5}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(27, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(48, avx2),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
   EXPECT_EQ(upcasts_of_direct_3x3(7, avx512),
             (std::vector<Opt>{{OptKind::Upcast, 2, 7}, {OptKind::Upcast, 0, 32}}));
@@ -557,7 +564,8 @@ TEST(Heuristics, AnOperandLargerThanL2IsStreamedOnce) {
 // A classifier's 1000 channels are 62.5 vectors of 16: its weight gets zero channels up to a
 // vector pair (1024) and the tile takes two whole vectors of channels, the last group masked,
 // beside 8 positions (2 + 8 loads per 16 FMAs), not 16 positions x 8 channel rows (1 + 8 per 8:
-// squeezenet's classifier 1.96 -> 1.58 ms on a Xeon). AVX2 keeps 16 channels (two vectors).
+// squeezenet's classifier 1.96 -> 1.58 ms on a Xeon). AVX2 keeps 16 channels (two vectors),
+// beside 5 positions (169 as 34 x 5: 170, where 4 computes 172).
 TEST(Heuristics, AnAxisOfHalfVectorsTakesWholeOnesWhereItsLoadsStayInBounds) {
   auto upcasts = [](int64_t panel, OptTarget t) {
     return upcasts_of(conv_kernel_opts({1, 512, 13, 13}, {1000, 512, 1, 1}, 0, panel, t));
@@ -568,7 +576,7 @@ TEST(Heuristics, AnAxisOfHalfVectorsTakesWholeOnesWhereItsLoadsStayInBounds) {
   EXPECT_EQ(upcasts(16, avx512),
             (std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 32}}));
   EXPECT_EQ(upcasts(8, avx2),
-            (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 16}}));
+            (std::vector<Opt>{{OptKind::Upcast, 1, 5}, {OptKind::Upcast, 0, 16}}));
   // A classifier's matrix-vector product (1280 -> 1000) likewise: 32 lanes, two weight streams
   // (mobilenet_v2's ran at 0.49 ms with 8 lanes, 0.27 with 32).
   Graph g;
