@@ -90,8 +90,9 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       // identical copy: mobilenet_v2 0.972, squeezenet1_1 0.977 (its 13x13 layers: 169 as 34 x
       // 5), efficientnet_b0 0.978, resnet50 0.986; 2 threads squeezenet1_1 0.952, mobilenet_v2
       // 0.974.
-      int64_t vectors = std::max<int64_t>(1, lanes / width);
-      if (odd == 1 && exact == 1 && padded == budget && lanes >= 2 * width &&
+      // Only as the tile's first broadcast axis, so that the budget is the whole tile's.
+      int64_t vectors = lanes / width;
+      if (odd == 1 && exact == 1 && padded == budget && tile.empty() && lanes >= 2 * width &&
           budget * vectors <= 8 && !is_symbolic(r) &&
           (budget + 1) * vectors + vectors + 1 <= t.vector_registers &&
           (n + budget) / (budget + 1) * (budget + 1) <= (n + budget - 1) / budget * budget)

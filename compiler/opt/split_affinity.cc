@@ -79,8 +79,9 @@ const UOp* loop_along(const UOp* ast, int64_t arg, SplitAxis axis) {
 // The kernels whose split follows whenever there is a loop along the producer's: any but a
 // contraction over fewer than two reduce ranges (a 1x1 layer, a matmul, a Winograd pass or
 // product, float or int8), which combines channels or positions and keeps the split its
-// heuristics chose by what its tasks re-read, unless every reader of its output already splits
-// along that axis (readers_along). A 2-D window (a depthwise layer, a global pool of a product), a
+// heuristics chose by what its tasks re-read, unless its (first) launch is alone in its
+// parallel group and every reader of its output already splits along that axis
+// (readers_along). A 2-D window (a depthwise layer, a global pool of a product), a
 // pooling window, a padded copy or a border fill follows. Measured whole (tools/bench/ab_bench,
 // each against the rule that let only windows and border fills follow): 1x1 layers and Winograd
 // passes following unconditionally made resnet18 2% slower at both thread counts and
@@ -106,21 +107,24 @@ const UOp* parallel_loop(const UOp* ast, const OptimizedKernel& k) {
 }
 
 // Whether every launch after `from` that reads `buffer` already splits along `axis` (its tasks'
-// loop walks the same span of the buffer), so that a contraction that follows its producer moves
-// no other core's lines to its readers: resnet50's 56x56 64 -> 256 layer with the residual added
-// (its input and the residual written split by rows, its readers the next block's 1x1 layers,
-// split by rows) ran 0.42 -> 0.27 ms at 2 threads with the vCPUs far apart, 0.29 -> 0.24 near.
-// A reader that splits otherwise, or would follow (a depthwise layer: slower split by rows
-// after a 1x1 layer), keeps the contraction's split. Launches of `self` (the program deciding)
-// count as reading along it.
+// loop walks the same span of the buffer) and is alone in its parallel group, so that a
+// contraction that follows its producer moves no other core's lines to its readers: resnet50's
+// 56x56 64 -> 256 layer with the residual added (its input and the residual written split by
+// rows, its readers the next block's 1x1 layers, split by rows) ran 0.42 -> 0.27 ms at 2 threads
+// with the vCPUs far apart, 0.29 -> 0.24 near. A reader that splits otherwise, or would follow
+// (a depthwise layer: slower split by rows after a 1x1 layer), or runs in one task (its one
+// thread reads the other core's half either way, and a split gains it nothing) keeps the
+// contraction's split. Readers see their current split: one that later follows another input
+// may leave the axis. Launches of `self` (the program deciding) count as reading along it.
 bool readers_along(const Plan& plan, size_t from, int buffer, SplitAxis axis, size_t self,
                    const std::vector<OptimizedKernel>& kernels, const std::vector<bool>& alone) {
   for (size_t i = from + 1; i < plan.launches.size(); ++i) {
     const Launch& l = plan.launches[i];
     size_t q = static_cast<size_t>(l.program);
+    if (q == self) continue;
     const UOp* ast = plan.programs.at(q).ast;
     for (size_t a = 1; a < l.args.size(); ++a) {
-      if (l.args[a] != buffer || q == self) continue;
+      if (l.args[a] != buffer) continue;
       const UOp* along = loop_along(ast, static_cast<int64_t>(a), axis);
       if (!along || !alone[i] || parallel_loop(ast, kernels[q]) != along) return false;
     }
@@ -152,7 +156,6 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
   for (const Launch& l : plan.launches) {
     size_t p = static_cast<size_t>(l.program);
     const UOp* ast = plan.programs.at(p).ast;
-    bool free = free_to_follow(ast);
     if (!decided[p] && heuristic.at(p)) {
       decided[p] = true;
       const UOp* along = nullptr;
@@ -169,9 +172,13 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
         try {
           OptimizedKernel next = apply_opts(ast, default_opts(ast, t, along));
           SplitAxis axis = split_axis(ast, next);
+          // A program launched more than once decides at its first launch: its later launches'
+          // groups and readers are not checked (resnet50's residual 64 -> 256 layer is launched
+          // twice; the second's output is read by layer2.0's dense copy in a shared group, and
+          // following for both measured 0.980 of the model at 2 threads).
           size_t at = static_cast<size_t>(&l - plan.launches.data());
-          if (free || (alone[at] && axis.stride == stride_of(stored, along) &&
-                       readers_along(plan, at, l.args[0], axis, p, kernels, alone)))
+          if (free_to_follow(ast) || (alone[at] && axis.stride == stride_of(stored, along) &&
+                                      readers_along(plan, at, l.args[0], axis, p, kernels, alone)))
             kernels[p] = std::move(next);
         } catch (const OptRefused&) {
           // the first choice stands

@@ -14,13 +14,14 @@
 // depthwise layers and global pools of a product (2-D windows), pooling windows (in bands of
 // rows), padded copies, elementwise kernels, and a padded map's border (which follows the writer
 // of the interior). Contractions over one reduce range (1x1 layers, matmuls, Winograd passes and
-// products) follow only when every later kernel reading their output already splits along that
-// axis and each of them is alone in its parallel group (resnet50's 64 -> 256 layers with the
-// residual added, read by the next block's 1x1 layers split by rows: a group of several runs as
-// one list of tasks, not in per-launch shares); otherwise they keep their split: theirs is a trade
-// of re-read weights and inputs that the heuristics weigh (heuristics.cc, streaming_order), and
-// following unconditionally lost whole models time (split_affinity.cc, free_to_follow). Forced and
-// tuned kernels keep theirs.
+// products) follow only when their launch (a program launched more than once: its first) is
+// alone in its parallel group and every later kernel reading its output already splits along
+// that axis, alone in its group too: resnet50's 64 -> 256 layers with the residual added, read by
+// the next block's 1x1 layers split by rows (a group of several launches runs as one list of
+// tasks, not in per-launch shares). Otherwise they keep their split: theirs is a trade of re-read
+// weights and inputs that the heuristics weigh (heuristics.cc, streaming_order), and following
+// unconditionally lost whole models time (split_affinity.cc, free_to_follow). Forced and tuned
+// kernels keep theirs.
 #pragma once
 
 #include <vector>

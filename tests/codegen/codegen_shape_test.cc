@@ -56,8 +56,11 @@ int count_matches(const std::string& text, const std::string& re) {
 }
 
 // Vector FMAs on CPU c's registers, and vector registers reloaded from the stack (spills).
+std::string vector_fma_pattern(const Cpu& c) {
+  return std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register;
+}
 int vector_fmas(const std::string& text, const Cpu& c) {
-  return count_matches(text, std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register);
+  return count_matches(text, vector_fma_pattern(c));
 }
 int vector_reloads(const std::string& text, const Cpu& c) {
   return count_matches(text, std::string(R"(vmovups\s+-?[0-9]*\(%rsp\), )") + c.vector_register);
@@ -65,7 +68,7 @@ int vector_reloads(const std::string& text, const Cpu& c) {
 // vector_reloads between the first and the last vector FMA: in a kernel of one reduction loop,
 // the spills its FMAs wait on (an epilogue's transposes may spill without slowing them).
 int reloads_among_fmas(const std::string& text, const Cpu& c) {
-  std::regex fma(std::string("vfmadd[0-9]+ps[^\n]*") + c.vector_register);
+  std::regex fma(vector_fma_pattern(c));
   auto it = std::sregex_iterator(text.begin(), text.end(), fma), end = std::sregex_iterator();
   if (it == end) return 0;
   size_t first = static_cast<size_t>(it->position()), last = first;

@@ -3,7 +3,8 @@
 // fills of that map and a stride-2 depthwise layer, which split the same rows instead of their
 // channels (or of nothing); squeezenet's squeeze layer, whose positions (one loop) the padded
 // copy for the 3x3 expansion follows as rows; a 1x1 layer that follows only when every reader of
-// its output splits the same axis; a max pool in bands of the rows its producer split.
+// its (first launch's) output splits the same axis; a max pool in bands of the rows its producer
+// split.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -101,6 +102,27 @@ Chain expansion_between(const OptTarget& t, bool squeeze_again, bool follow) {
   Tensor s = relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, one));
   Tensor e = relu(conv(s, Tensor::weight(g, "w2", w2), nullptr, one));
   g.add_output("y", relu(conv(e, Tensor::weight(g, "w3", w3), nullptr, one)).uop());
+  return optimized(std::move(owner), t, follow);
+}
+
+// Two fire-like pairs in a row, whose layers share programs (identical shapes): squeeze (64 ->
+// 16) -> expansion (16 -> 64) -> squeeze -> expansion -> a 1x1 conv to 64, which splits its
+// channels. The expansion's first launch is read by a squeeze layer (splitting positions), its
+// second by the last layer.
+Chain two_expansions(const OptTarget& t, bool follow) {
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  g.lowering().vector_bytes = t.vector_bytes;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 55, 55});
+  NDArray ws(dtypes::float32, {16, 64, 1, 1}), we(dtypes::float32, {64, 16, 1, 1}),
+      wl(dtypes::float32, {64, 64, 1, 1});
+  ConvParams one{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1};
+  auto fire = [&](const Tensor& in, const std::string& n) {
+    Tensor s = relu(conv(in, Tensor::weight(g, "s" + n, ws), nullptr, one));
+    return relu(conv(s, Tensor::weight(g, "e" + n, we), nullptr, one));
+  };
+  Tensor e = fire(fire(x, "1"), "2");
+  g.add_output("y", relu(conv(e, Tensor::weight(g, "wl", wl), nullptr, one)).uop());
   return optimized(std::move(owner), t, follow);
 }
 
@@ -285,6 +307,25 @@ TEST(SplitAffinity, AOneByOneLayerKeepsItsSplitWhenAReaderSplitsOtherwise) {
     for (size_t p = 0; p < after.kernels.size(); ++p)
       EXPECT_EQ(after.kernels[p].opts, before.kernels[p].opts) << "program " << p;
   }
+}
+
+// Identical layers share one program, whose split is one choice for every launch, made at its
+// first launch: the expansion whose first launch's reader splits positions follows (positions)
+// in both launches, although its second launch's reader split channels when it decided
+// (split_affinity.cc: resnet50's residual layers measured faster so). That reader, whose output
+// nothing reads, then follows too.
+TEST(SplitAffinity, ALayerLaunchedTwiceDecidesByItsFirstLaunchsReaders) {
+  OptTarget t = avx512();
+  Chain before = two_expansions(t, false), after = two_expansions(t, true);
+  std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(after.plan.launches[1].program, after.plan.launches[3].program)
+      << "the two expansions share a program";
+  EXPECT_EQ(a[2].first, 1) << "the second squeeze layer splits its positions";
+  EXPECT_EQ(b[4].first, 3025) << "the last layer split its channels by its own heuristics";
+  EXPECT_EQ(b[1].first, 3025) << "the expansion split its channels before";
+  EXPECT_EQ(a[1].first, 1) << "its positions after, in both launches";
+  EXPECT_EQ(a[3].first, 1);
 }
 
 TEST(SplitAffinity, ForcedOrTunedKernelsKeepTheirSplit) {
