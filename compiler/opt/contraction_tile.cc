@@ -95,7 +95,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       if (odd == 1 && exact == 1 && padded == budget && tile.empty() && lanes >= 2 * width &&
           budget * vectors <= 8 && !is_symbolic(r) &&
           (budget + 1) * vectors + vectors + 1 <= t.vector_registers &&
-          (n + budget) / (budget + 1) * (budget + 1) <= (n + budget - 1) / budget * budget)
+          used_share(n, budget + 1) >= used_share(n, budget))
         odd = budget + 1;
       if (up == padded && padded > exact && exact == 1 && odd > 1 &&
           static_cast<double>(odd) >= static_cast<double>(padded) * used_share(n, padded))

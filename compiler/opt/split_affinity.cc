@@ -28,16 +28,20 @@ struct SplitAxis {
   int64_t stride = 0, span = 0;
 };
 
+// The loop a kernel's tasks split (its PARALLEL opt's range); nullptr for one task.
+const UOp* parallel_loop(const UOp* ast, const OptimizedKernel& k) {
+  if (k.ntasks <= 1) return nullptr;
+  for (const Opt& o : k.opts)
+    if (o.kind == OptKind::Parallel) return range_with_id(ast, o.range_id);
+  return nullptr;
+}
+
 SplitAxis split_axis(const UOp* ast, const OptimizedKernel& k) {
   const UOp* idx = store_index(ast);
-  if (k.ntasks <= 1 || !idx) return {};
-  for (const Opt& o : k.opts)
-    if (o.kind == OptKind::Parallel)
-      if (const UOp* r = range_with_id(ast, o.range_id)) {
-        int64_t s = stride_of(idx, r);
-        if (s > 0) return {s, s * size_of(r)};
-      }
-  return {};
+  const UOp* r = parallel_loop(ast, k);
+  if (!idx || !r) return {};
+  int64_t s = stride_of(idx, r);
+  return s > 0 ? SplitAxis{s, s * size_of(r)} : SplitAxis{};
 }
 
 // The indices of a kernel's loads from argument `arg`.
@@ -96,14 +100,6 @@ const UOp* loop_along(const UOp* ast, int64_t arg, SplitAxis axis) {
 bool free_to_follow(const UOp* ast) {
   if (!is_contraction_kernel(ast) && !is_dot_contraction(ast)) return true;
   return kernel_ranges(ast).reduces.size() >= 2;
-}
-
-// The loop a kernel's tasks split (its PARALLEL opt's range); nullptr for one task.
-const UOp* parallel_loop(const UOp* ast, const OptimizedKernel& k) {
-  if (k.ntasks <= 1) return nullptr;
-  for (const Opt& o : k.opts)
-    if (o.kind == OptKind::Parallel) return range_with_id(ast, o.range_id);
-  return nullptr;
 }
 
 // Whether every launch after `from` that reads `buffer` already splits along `axis` (its tasks'

@@ -48,6 +48,15 @@ Chain optimized(std::unique_ptr<Graph> owner, const OptTarget& t, bool follow) {
   return c;
 }
 
+const ConvParams kOneByOne{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1};
+
+// ReLU of a 1x1 convolution of x to `co` channels, its weight (zeros: splits do not depend on
+// values) named `name`.
+Tensor relu_1x1(Graph& g, const Tensor& x, const std::string& name, int64_t co) {
+  NDArray w(dtypes::float32, {co, x.dim(1), 1, 1});
+  return relu(conv(x, Tensor::weight(g, name, w), nullptr, kOneByOne));
+}
+
 // x (16 channels, 112x112) -> 1x1 conv to 96 -> ReLU -> 3x3 depthwise, stride 2, padding 1 ->
 // 1x1 conv to 24; each kernel optimized by the heuristics, then (with `follow`) by
 // follow_producer_splits.
@@ -57,14 +66,10 @@ Chain expansion_then_depthwise(const OptTarget& t, bool follow) {
   g.lowering().winograd = false;
   g.lowering().vector_bytes = t.vector_bytes;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 112, 112});
-  NDArray w1(dtypes::float32, {96, 16, 1, 1}), wd(dtypes::float32, {96, 1, 3, 3}),
-      w2(dtypes::float32, {24, 96, 1, 1});
-  Tensor e =
-      relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}));
+  NDArray wd(dtypes::float32, {96, 1, 3, 3}), w2(dtypes::float32, {24, 96, 1, 1});
+  Tensor e = relu_1x1(g, x, "w1", 96);
   Tensor d = conv(e, Tensor::weight(g, "wd", wd), nullptr, {{2, 2}, {{1, 1}, {1, 1}}, {1, 1}, 96});
-  g.add_output(
-      "y",
-      conv(d, Tensor::weight(g, "w2", w2), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  g.add_output("y", conv(d, Tensor::weight(g, "w2", w2), nullptr, kOneByOne).uop());
   return optimized(std::move(owner), t, follow);
 }
 
@@ -77,12 +82,11 @@ Chain squeeze_then_expand(const OptTarget& t, bool follow) {
   Graph& g = *owner;
   g.lowering().vector_bytes = t.vector_bytes;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 55, 55});
-  NDArray w1(dtypes::float32, {16, 64, 1, 1}), w2(dtypes::float32, {64, 16, 1, 1}),
-      w3(dtypes::float32, {64, 16, 3, 3});
+  NDArray w3(dtypes::float32, {64, 16, 3, 3});
   for (int64_t i = 0; i < w3.numel(); ++i) w3.set(i, ConstValue::of_float(0.01 * (i % 7)));
-  ConvParams one{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}, three{{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1};
-  Tensor s = relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, one));
-  g.add_output("e1", relu(conv(s, Tensor::weight(g, "w2", w2), nullptr, one)).uop());
+  ConvParams three{{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1};
+  Tensor s = relu_1x1(g, x, "w1", 16);
+  g.add_output("e1", relu_1x1(g, s, "w2", 64).uop());
   g.add_output("e3", relu(conv(s, Tensor::weight(g, "w3", w3), nullptr, three)).uop());
   return optimized(std::move(owner), t, follow);
 }
@@ -96,12 +100,8 @@ Chain expansion_between(const OptTarget& t, bool squeeze_again, bool follow) {
   Graph& g = *owner;
   g.lowering().vector_bytes = t.vector_bytes;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 55, 55});
-  NDArray w1(dtypes::float32, {16, 64, 1, 1}), w2(dtypes::float32, {64, 16, 1, 1}),
-      w3(dtypes::float32, {squeeze_again ? 16 : 64, 64, 1, 1});
-  ConvParams one{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1};
-  Tensor s = relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, one));
-  Tensor e = relu(conv(s, Tensor::weight(g, "w2", w2), nullptr, one));
-  g.add_output("y", relu(conv(e, Tensor::weight(g, "w3", w3), nullptr, one)).uop());
+  Tensor e = relu_1x1(g, relu_1x1(g, x, "w1", 16), "w2", 64);
+  g.add_output("y", relu_1x1(g, e, "w3", squeeze_again ? 16 : 64).uop());
   return optimized(std::move(owner), t, follow);
 }
 
@@ -114,15 +114,11 @@ Chain two_expansions(const OptTarget& t, bool follow) {
   Graph& g = *owner;
   g.lowering().vector_bytes = t.vector_bytes;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 55, 55});
-  NDArray ws(dtypes::float32, {16, 64, 1, 1}), we(dtypes::float32, {64, 16, 1, 1}),
-      wl(dtypes::float32, {64, 64, 1, 1});
-  ConvParams one{{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1};
   auto fire = [&](const Tensor& in, const std::string& n) {
-    Tensor s = relu(conv(in, Tensor::weight(g, "s" + n, ws), nullptr, one));
-    return relu(conv(s, Tensor::weight(g, "e" + n, we), nullptr, one));
+    return relu_1x1(g, relu_1x1(g, in, "s" + n, 16), "e" + n, 64);
   };
   Tensor e = fire(fire(x, "1"), "2");
-  g.add_output("y", relu(conv(e, Tensor::weight(g, "wl", wl), nullptr, one)).uop());
+  g.add_output("y", relu_1x1(g, e, "wl", 64).uop());
   return optimized(std::move(owner), t, follow);
 }
 
@@ -132,9 +128,7 @@ Chain expansion_then_max_pool(const OptTarget& t, bool follow) {
   Graph& g = *owner;
   g.lowering().vector_bytes = t.vector_bytes;
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 112, 112});
-  NDArray w1(dtypes::float32, {96, 16, 1, 1});
-  Tensor e =
-      relu(conv(x, Tensor::weight(g, "w1", w1), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}));
+  Tensor e = relu_1x1(g, x, "w1", 96);
   g.add_output("y", max_pool(e, {{3, 3}, {2, 2}, {{1, 1}, {1, 1}}, {1, 1}}).uop());
   return optimized(std::move(owner), t, follow);
 }
