@@ -430,6 +430,45 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   const UOp* vec = plan.vec;
   int64_t lanes = plan.lanes;
   std::vector<Opt> tile = std::move(plan.tile);
+  // Where the heuristic's tile holds at most 8 accumulators (AVX2's 16 registers: 4 positions
+  // beside 2 lane vectors), more positions on its broadcast axis, as many as the registers hold
+  // beside the lane vectors' loads and a broadcast (6 beside 2), when they use the axis within
+  // two hundredths as well as the best count does: 8 accumulators are just two FMA pipes times
+  // a 4-cycle latency, so any stall in the chains shows, and each position more shares the lane
+  // vectors' loads. A 14x14 map's 196 positions as 33 groups of 6 (198) rather than 49 of 4: as
+  // AVX2 code on a Zen 5, mobilenet_v2's 14x14 1x1 layers ran 8-11% faster and its 28x28 and
+  // 56x56 ones 8-10%. Decided once the lane axis is chosen (weighing each axis's plan at 6
+  // positions moved some layers' lanes to 32 output channels in 2 tasks). Not over a reduction
+  // shorter than 32, nor a padded count over one shorter than 96, where the tile's epilogue
+  // and its guarded stores outweigh the FMAs: squeezenet1_1's 16 -> 64 and 32 -> 128 expansions
+  // at 55x55 and 27x27 ran 25-30% slower as 5 channels (65, 130) x 16 positions, its 64 -> 256
+  // ones 6% slower as 6 (258). Nor where the positions' windows overlap: resnet18's 7x7 stem
+  // at stride 2 ran 4% of the model slower as 6 positions (114 of a 112-wide row).
+  if (t.accumulators == 0 && accumulators <= 8 && tile.size() == 1 && lanes >= 2 * width &&
+      lanes % width == 0 && fmas_per_output >= 32) {
+    const UOp* r = nullptr;
+    for (const UOp* l : kr.loops)
+      if (l->range().id == tile[0].range_id) r = l;
+    int64_t vectors = lanes / width, n = r ? size_of(r) : 0;
+    // Whether the positions' windows overlap (a stem's 7x7 window at stride 2): their unrolled
+    // window then shares inputs between positions, which stay live beside the accumulators.
+    bool overlap = false;
+    for (const UOp* l : loads)
+      for (const UOp* red : kr.reduces) {
+        int64_t a = r ? load_stride(l, r) : 0, w = load_stride(l, red);
+        if (a > 0 && w > 0 && a % w == 0 && a / w < size_of(red)) overlap = true;
+      }
+    if (r && !is_symbolic(r) && !overlap && tile[0].amount * vectors <= 8) {
+      int64_t most = std::min<int64_t>(n, (t.vector_registers - vectors - 1) / vectors);
+      double best = 0;
+      for (int64_t p = tile[0].amount; p <= most; ++p) best = std::max(best, used_share(n, p));
+      for (int64_t p = most; p > tile[0].amount; --p)
+        if (used_share(n, p) >= best - 0.02 && (n % p == 0 || fmas_per_output >= 96)) {
+          tile[0].amount = p;
+          break;
+        }
+    }
+  }
   opts.insert(opts.end(), tile.begin(), tile.end());
   if (lanes > 1) opts.push_back({OptKind::Upcast, vec->range().id, lanes});
   // Per reduction (a fused residual block has two): unroll a small kernel window (its innermost

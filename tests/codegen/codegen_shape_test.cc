@@ -413,6 +413,25 @@ TEST(CodegenShape, AnOddRegisterTileIsWholeNativeVectors) {
   }
 }
 
+// A 1x1 layer at 14x14 (96 -> 576 channels) on AVX2 takes 6 positions x 16 channels, 12
+// accumulators: with the 2 weight vectors and a broadcast, 15 of its 16 registers. The
+// reduction (unrolled by 4: 48 FMAs) keeps them all there, nothing reloaded between the FMAs.
+// AVX-512 keeps its power-of-two tile.
+TEST(CodegenShape, AnAvx2TileOfSixPositionsStaysInRegisters) {
+  for (const Cpu& c : kCpus) {
+    Graph g;
+    g.lowering().vector_bytes = c.vector_bytes;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 96, 14, 14});
+    Tensor w = ramp_weight(g, "w", {576, 96, 1, 1}, 0.01, 7);
+    g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+    Artifacts a = assembly_for(g, c);
+    EXPECT_EQ(has_upcast(a, 6), c.vector_bytes == 32) << c.name;
+    if (c.vector_bytes != 32) continue;
+    EXPECT_GE(vector_fmas(a.assembly, c), 48) << c.name;
+    EXPECT_EQ(reloads_among_fmas(a.assembly, c), 0) << c.name;
+  }
+}
+
 // A 3x3 layer on a 27-wide map takes 9 positions x 32 channels on AVX-512, 18 accumulators (one
 // position over the budget, AnOddRowOnePositionOverTheBudgetTakesAnExactTile): split into
 // native vectors, they stay in registers beside the weights and the broadcasts, the window's 9

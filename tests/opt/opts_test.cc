@@ -362,12 +362,12 @@ TEST(Heuristics, SmallRowCountsKeepTheirTileBesideWideLanes) {
   EXPECT_EQ(default_opts(p.programs[0].ast, avx512), want);
 }
 
-// The upcasts default_opts gives an m x 320 by 320 x 1280 matmul (a weight, as a 1x1 layer of m
-// positions).
-std::vector<Opt> upcasts_of_weight_matmul(int64_t m, const OptTarget& t) {
+// The upcasts default_opts gives an m x k by k x 1280 matmul (a weight, as a 1x1 layer of m
+// positions over k channels).
+std::vector<Opt> upcasts_of_weight_matmul(int64_t m, const OptTarget& t, int64_t k = 320) {
   Graph g;
-  Tensor a = Tensor::input(g, "a", dtypes::float32, {m, 320});
-  NDArray w(dtypes::float32, {320, 1280});
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {m, k});
+  NDArray w(dtypes::float32, {k, 1280});
   g.add_output("y", matmul(a, Tensor::weight(g, "w", w)).uop());
   Plan p = plan_graph(g, {});
   return upcasts_of(default_opts(p.programs.at(0).ast, t));
@@ -415,7 +415,8 @@ TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVector
 // AVX2, whose 16 registers do not hold 7 x 2 vectors: there a tile of 8 accumulators or fewer
 // takes one position more where that pads no more than its power of two, 49 rows as 10 x 5
 // (50) beside 2 vectors rather than 13 x 4 (52): 10 independent FMA chains instead of 8. 43
-// rows keep 4 (5 would compute 45, 4 computes 44), and 48 rows an exact 4.
+// rows keep 4 (5 would compute 45, 4 computes 44); 48 rows take an exact 6
+// (AnAvx2TileTakesThePositionsItsRegistersHold).
 TEST(Heuristics, AnOddMapTakesAnExactOddTile) {
   OptTarget avx512{64, 32}, avx2{32, 16};
   EXPECT_EQ(upcasts_of_weight_matmul(49, avx512),
@@ -425,11 +426,60 @@ TEST(Heuristics, AnOddMapTakesAnExactOddTile) {
   EXPECT_EQ(upcasts_of_weight_matmul(43, avx2),
             (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
   EXPECT_EQ(upcasts_of_weight_matmul(48, avx2),
-            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+            (std::vector<Opt>{{OptKind::Upcast, 0, 6}, {OptKind::Upcast, 1, 16}}));
   EXPECT_EQ(upcasts_of_direct_3x3(7, avx512),
             (std::vector<Opt>{{OptKind::Upcast, 2, 7}, {OptKind::Upcast, 0, 32}}));
   for (const Opt& o : upcasts_of_direct_3x3(14, avx512)) EXPECT_NE(o.amount, 7) << o.str();
   for (const Opt& o : upcasts_of_direct_3x3(7, avx2)) EXPECT_NE(o.amount, 7) << o.str();
+}
+
+// On AVX2 (16 registers: a heuristic tile of 4 positions x 2 vectors, 8 accumulators) the tile
+// takes as many positions as the registers hold beside the 2 weight vectors and a broadcast, 6,
+// where 6 uses the axis within two hundredths as well as the best count from 4 to 6 does: 12
+// independent FMA chains, where 8 just cover two pipes times a 4-cycle latency. 196 positions
+// (a 14x14 map) as 33 x 6 (198) rather than 49 x 4; 48 as 8 x 6; 49 keeps 5 (6 would compute
+// 54). A padded count needs a reduction of 96 or more (over 64 channels 196 rows keep an exact
+// 4), an exact one 32 (over 16, 48 rows keep 4); AVX-512's tiles are unchanged, and a stem whose
+// stride-2 windows overlap keeps its power of two (StemWindowsKeepTheirTileOnAvx2).
+TEST(Heuristics, AnAvx2TileTakesThePositionsItsRegistersHold) {
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  EXPECT_EQ(upcasts_of_weight_matmul(196, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 6}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(196, avx2, 64),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(48, avx2, 32),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 6}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(48, avx2, 16),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(196, avx512), upcasts_of_weight_matmul(196, avx512, 96));
+  for (const Opt& o : upcasts_of_weight_matmul(196, avx512)) EXPECT_NE(o.amount, 6) << o.str();
+  // The tuner's explicit accumulator counts are taken as they are.
+  OptTarget tuned = avx2;
+  tuned.accumulators = 8;
+  EXPECT_EQ(upcasts_of_weight_matmul(196, tuned),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+}
+
+// A stem (3 -> 64 channels, 7x7 at stride 2 over 224x224) on AVX2: neighbouring positions'
+// windows share 5 of 7 input columns, and the unrolled window keeps them live beside the
+// accumulators, so the tile keeps its 4 positions (resnet18's stem as 6: the model 4% slower).
+TEST(Heuristics, StemWindowsKeepTheirTileOnAvx2) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 3, 224, 224});
+  NDArray w(dtypes::float32, {64, 3, 7, 7});
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{2, 2}, {{3, 3}, {3, 3}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  bool found = false;
+  for (const KernelProgram& k : p.programs) {
+    if (!is_contraction_kernel(k.ast)) continue;
+    found = true;
+    std::vector<Opt> up = upcasts_of(default_opts(k.ast, OptTarget{32, 16}));
+    ASSERT_FALSE(up.empty());
+    EXPECT_EQ(up[0].amount, 4) << up[0].str();
+  }
+  EXPECT_TRUE(found);
 }
 
 // A row whose odd divisors skip the budget (27: 3, 9, 27 around 8 positions beside 2 vectors)
