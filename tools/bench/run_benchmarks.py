@@ -33,13 +33,22 @@ AVX2 kernels without VNNI saturate int16 pair sums), kiln's output agrees when i
 the fp32 BASE's output and nearer to it than ORT's; the int8 table shows both distances. A second table sets each int8 model beside its fp32
 BASE: kiln's speedup and package size.
 
+--avx2 (on an x86-64 machine with AVX-512) holds AVX2 code against AVX2 code: kiln's packages
+compiled for an AVX2 CPU (kilnc --cpu znver3, an AMD Zen 3: 16 vector registers, 512 KiB of L2)
+against ONNX Runtime's AVX2 kernels, which tools/bench/ort_avx2.py makes it load in place of its
+AVX-512 ones; GEMMs against the FMA peak of 256-bit FMAs (fma_peak_avx2). Its table is a section
+of its own in docs/performance.md. It stands in for an AVX2 machine, not for its caches and
+clocks. By default it runs the six fp32 models of the performance goal.
+
 --variants measures packages of kernel variants instead (kilnc --cpu x86-64-v2,x86-64-v3,x86-64-v4,
 or generic,cortex-a76 on AArch64): per model the fat package against the single-target package of
 the variant the runtime chose on this machine, run alternately: latency ratio, load-to-ready time
 and file size overhead.
 """
 import argparse
+import collections
 import datetime
+import functools
 import os
 import re
 import shutil
@@ -52,12 +61,19 @@ import numpy as np
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(TOP, "tests", "models"))
+sys.path.insert(0, os.path.join(TOP, "tools", "bench"))
 import export_models  # noqa: E402
+import ort_avx2  # noqa: E402
 
 MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0", "transformer",
           "lstm_classifier", "gru_tagger", "unet", "resnet18_qdq", "mobilenet_v2_qdq",
           "transformer_dyn"]
 INT8_SUFFIXES = ("_qdq", "_dyn")
+GOAL_MODELS = MODELS[:6]  # the fp32 models of the performance goal (--avx2's default)
+AVX2_CPU = "znver3"
+
+# kilnc and kiln-run, the ONNX Runtime npm prefix, and kilnc's target arguments (--cpu ...).
+Tools = collections.namedtuple("Tools", "kilnc kiln_run ort_dir cpu_args")
 
 
 def base_of(name):
@@ -101,11 +117,11 @@ def best_latency(text):
     return float(m.group(1))
 
 
-def build(build_dir):
+def build(build_dir, avx2=False):
     sh([os.path.join(TOP, "tools/scripts/install-deps.sh")])
     sh(["cmake", "-S", TOP, "-B", build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"])
     sh(["cmake", "--build", build_dir, "--target", "kilnc", "kiln-run", "fma_peak",
-        "cross_core_read"])
+        "cross_core_read"] + (["fma_peak_avx2"] if avx2 else []))
 
 
 def install_ort(build_dir):
@@ -121,7 +137,7 @@ def install_ort(build_dir):
 
 def export_qdq(name, tools, work):
     """BASE_qdq: BASE exported, then quantized by tools/scripts/quantize.py."""
-    kilnc, kiln_run, _ = tools
+    kilnc, kiln_run = tools.kilnc, tools.kiln_run
     base = name[:-len("_qdq")]
     export_models.export(base, work)
     src, d = os.path.join(work, base), os.path.join(work, name)
@@ -177,7 +193,7 @@ def placement(build_dir, single_peak):
 
 
 def bench_model(name, tools, work, rounds, repeat, vcpus=None):
-    kilnc, kiln_run, ort_dir = tools
+    kilnc, kiln_run, ort_dir, cpu = tools
     if name.endswith("_qdq"):
         export_qdq(name, tools, work)
     elif name.endswith("_dyn"):
@@ -185,16 +201,17 @@ def bench_model(name, tools, work, rounds, repeat, vcpus=None):
     else:
         export_models.export(name, work)
     d = os.path.join(work, name)
-    model, pkg = os.path.join(d, "model.onnx"), os.path.join(d, "model.kiln")
+    tag = f"_{cpu[1]}" if cpu else ""  # packages for another CPU beside the host's
+    model, pkg = os.path.join(d, "model.onnx"), os.path.join(d, f"model{tag}.kiln")
     input_name = input_name_of(model)
     inp = os.path.join(d, "input.npy")
     t0 = time.monotonic()
-    sh([kilnc, "compile", model, "-o", pkg])
+    sh([kilnc, "compile", model, "-o", pkg, *cpu])
     compile_s = time.monotonic() - t0
     # The 2-thread rounds run the package compiled for 2 threads (kilnc --threads 2: Winograd
     # where its GEMMs, divided between the threads, still pay for its transforms).
-    pkgs = {1: pkg, 2: os.path.join(d, "model_t2.kiln")}
-    sh([kilnc, "compile", model, "-o", pkgs[2], "--threads", "2", "--quiet"])
+    pkgs = {1: pkg, 2: os.path.join(d, f"model{tag}_t2.kiln")}
+    sh([kilnc, "compile", model, "-o", pkgs[2], "--threads", "2", "--quiet", *cpu])
     row = {"model": name, "compile_s": compile_s, "package_bytes": os.path.getsize(pkg)}
     for threads in (1, 2):
         kiln_ms, ort_ms, kiln_rss, ort_rss, ready, session = [], [], [], [], [], []
@@ -261,7 +278,7 @@ def outputs_agree(name, k, o, work):
 
 
 def bench_gemm(m, n, k, tools, work, repeat, peak):
-    kilnc, kiln_run, _ = tools
+    kilnc, kiln_run, cpu = tools.kilnc, tools.kiln_run, tools.cpu_args
     d = os.path.join(work, f"gemm_{m}x{n}x{k}")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "gemm.kg"), "w") as f:
@@ -272,7 +289,7 @@ def bench_gemm(m, n, k, tools, work, repeat, peak):
     np.save(os.path.join(d, "a.npy"), rng.standard_normal((m, k), dtype=np.float32))
     np.save(os.path.join(d, "b.npy"), rng.standard_normal((k, n), dtype=np.float32))
     pkg = os.path.join(d, "gemm.kiln")
-    sh([kilnc, "compile", os.path.join(d, "gemm.kg"), "-o", pkg])
+    sh([kilnc, "compile", os.path.join(d, "gemm.kg"), "-o", pkg, *cpu])
     out = sh([kiln_run, pkg, "--input", f"a={d}/a.npy", "--threads", "1",
               "--repeat", str(repeat), "--output-dir", d])
     got = np.load(os.path.join(d, "y.npy"))
@@ -289,7 +306,7 @@ def fleet():
 
 def bench_variants(name, tools, work, rounds, repeat):
     """The fat package against the single-target package of the variant it loads here."""
-    kilnc, kiln_run, _ = tools
+    kilnc, kiln_run = tools.kilnc, tools.kiln_run
     export_models.export(name, work)
     d = os.path.join(work, name)
     model, inp = os.path.join(d, "model.onnx"), os.path.join(d, "input.npy")
@@ -338,14 +355,15 @@ def variants_table(rows, quick):
     return "\n".join(lines) + "\n"
 
 
-def write_docs(md, begin, end, per_machine=False):
-    """Replaces the text between the markers; per_machine: only this machine's section in it
-    (<!-- machine: NAME --> ... <!-- /machine -->), appended when it has none yet."""
+def write_docs(md, begin, end, per_machine=None):
+    """Replaces the text between the markers; per_machine (a machine's name): only that
+    machine's section in it (<!-- machine: NAME --> ... <!-- /machine -->), appended when it
+    has none yet."""
     path = os.path.join(TOP, "docs", "performance.md")
     with open(path) as f:
         doc = f.read()
     if per_machine:
-        start, stop = f"<!-- machine: {machine()} -->", "<!-- /machine -->"
+        start, stop = f"<!-- machine: {per_machine} -->", "<!-- /machine -->"
         section = f"{start}\n{md}{stop}\n"
         inner = doc[doc.index(begin) + len(begin):doc.index(end)]
         if start in inner:
@@ -374,8 +392,9 @@ def isa():
     return "SSE"
 
 
-def machine():
-    return f"{cpu_model()}, {isa()}"
+def machine(avx2=False):
+    """The name of this machine's section of the table (--avx2: a section of its own)."""
+    return f"{cpu_model()}, {isa()}" + (f", as AVX2 code (kilnc --cpu {AVX2_CPU})" if avx2 else "")
 
 
 def cpu_model():
@@ -397,14 +416,21 @@ def round_trips(row):
     return text
 
 
-def table(rows, gemms, peak, quick):
+def table(rows, gemms, peak, quick, avx2=False):
     commit = sh(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]).strip()
     lines = [
-        f"### {machine()}",
+        f"### {machine(avx2)}",
         "",
         f"Measured {datetime.date.today().isoformat()} on {cpu_model()} ({isa()}, {os.cpu_count()} cores), "
-        f"commit {commit}{' (--quick)' if quick else ''}, by `tools/bench/run_benchmarks.py`.",
-        f"FMA peak measured by `fma_peak`: **{peak:.1f} GFLOP/s per core** (fp32).",
+        f"commit {commit}{' (--quick)' if quick else ''}, by `tools/bench/run_benchmarks.py{' --avx2' if avx2 else ''}`.",
+    ]
+    if avx2:
+        lines.append(f"AVX2 code on this machine: kiln's packages compiled with `--cpu {AVX2_CPU}`, "
+                     "ONNX Runtime on its AVX2 kernels (`tools/bench/ort_avx2.py`). FMA peak of "
+                     f"256-bit FMAs measured by `fma_peak_avx2`: **{peak:.1f} GFLOP/s per core** (fp32).")
+    else:
+        lines.append(f"FMA peak measured by `fma_peak`: **{peak:.1f} GFLOP/s per core** (fp32).")
+    lines += [
         "The 1T columns run the package `kilnc compile` makes by default, the 2T columns the one "
         "`kilnc compile --threads 2` makes (outputs of both are compared with ORT's).",
         "",
@@ -445,11 +471,17 @@ def main():
     ap.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     ap.add_argument("--variants", action="store_true",
                     help="packages of kernel variants against single-target packages")
+    ap.add_argument("--avx2", action="store_true",
+                    help="on an AVX-512 machine: kiln's AVX2 code against ONNX Runtime's AVX2 kernels")
     a = ap.parse_args()
-    build(a.build)
+    if a.avx2 and not isa().startswith("AVX-512"):
+        sys.exit(f"--avx2 runs AVX2 code on an AVX-512 machine; this one is {isa()}: run without it")
+    if a.avx2 and "--models" not in sys.argv:
+        a.models = ",".join(GOAL_MODELS)
+    build(a.build, a.avx2)
     if a.variants:
-        tools = (os.path.join(a.build, "tools/kilnc/kilnc"),
-                 os.path.join(a.build, "tools/kiln-run/kiln-run"), None)
+        tools = Tools(os.path.join(a.build, "tools/kilnc/kilnc"),
+                      os.path.join(a.build, "tools/kiln-run/kiln-run"), None, ())
         rounds, repeat = (1, 10) if a.quick else (5, 20)
         rows = []
         for name in a.models.split(","):
@@ -461,20 +493,26 @@ def main():
             write_docs(md, "<!-- variants:begin -->", "<!-- variants:end -->")
         return
     ort_dir = install_ort(a.build)
-    tools = (os.path.join(a.build, "tools/kilnc/kilnc"), os.path.join(a.build, "tools/kiln-run/kiln-run"),
-             ort_dir)
+    if a.avx2:
+        ort_dir = ort_avx2.make(ort_dir, os.path.join(a.build, "ort_avx2"))
+    tools = Tools(os.path.join(a.build, "tools/kilnc/kilnc"),
+                  os.path.join(a.build, "tools/kiln-run/kiln-run"), ort_dir,
+                  ("--cpu", AVX2_CPU) if a.avx2 else ())
     work = os.path.join(a.build, "bench")
     rounds, repeat = (1, 10) if a.quick else (5, 30)
     # The peak is measured next to each GEMM as well and the highest value kept: on a shared
     # (virtual) machine one measurement can land in a slow phase and report GEMMs above "peak".
-    def measure_peak():
-        return field(sh([os.path.join(a.build, "tools/bench/fma_peak")]), "fma_peak_gflops_per_core")
+    def measure_peak(tool="fma_peak"):
+        return field(sh([os.path.join(a.build, "tools/bench", tool)]), "fma_peak_gflops_per_core")
     peak = measure_peak()
     rows = []
     for name in a.models.split(","):
         print(f"benchmarking {name} ...", file=sys.stderr, flush=True)
         rows.append(bench_model(name, tools, work, rounds, repeat,
                                 lambda: placement(a.build, peak)))
+    if a.avx2:  # the GEMMs run AVX2 code: against the peak of 256-bit FMAs
+        measure_peak = functools.partial(measure_peak, "fma_peak_avx2")
+        peak = measure_peak()
     gemms = []
     for (m, n, k) in GEMMS:
         peak = max(peak, measure_peak())
@@ -482,10 +520,10 @@ def main():
     peak = max(peak, measure_peak())
     for g in gemms:
         g["peak_frac"] = g["gflops"] / peak
-    md = table(rows, gemms, peak, a.quick)
+    md = table(rows, gemms, peak, a.quick, a.avx2)
     print(md)
     if a.write_docs:
-        write_docs(md, "<!-- bench:begin -->", "<!-- bench:end -->", per_machine=True)
+        write_docs(md, "<!-- bench:begin -->", "<!-- bench:end -->", per_machine=machine(a.avx2))
     if not all(r["outputs_agree"] for r in rows) or not all(g["ok"] for g in gemms):
         sys.exit("kiln and the reference disagree: see the table")
 
