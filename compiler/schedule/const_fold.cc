@@ -77,7 +77,10 @@ class Folder {
     return total;
   }
 
-  // The value of a weight-free constant subgraph that is one value broadcast, if it is.
+  // The value of a constant subgraph that is one value broadcast, if it is: constants, and
+  // weights of one element (an ONNX Constant scalar: attention's divisor sqrt(64)), through
+  // views, casts and arithmetic. A kernel's code then sees the value (LLVM turns x / 8 into
+  // x * 0.125) where it loaded it and divided by it in the reduction's inner loop.
   // Bottom-up over the toposort: an unrolled loop's constant chain can be thousands deep.
   std::optional<ConstValue> splat(const UOp* root) {
     for (const UOp* n : root->toposort())
@@ -87,6 +90,7 @@ class Folder {
   // One node's splat value from its sources' (already known).
   std::optional<ConstValue> splat_of(const UOp* n) {
     if (n->op == Op::CONST) return n->cval();
+    if (g_.is_weight(n) && shape_numel(n->shape()) == 1) return g_.weight(n->buffer().id).get(0);
     if (n->op == Op::RESHAPE || n->op == Op::EXPAND || n->op == Op::PERMUTE ||
         n->op == Op::SHRINK || n->op == Op::FLIP || n->op == Op::CONTIGUOUS || n->op == Op::WINDOW)
       return splat_.at(n->src[0]);

@@ -194,6 +194,26 @@ TEST(ConstFold, ABroadcastOfOneConstantValueBecomesASplat) {
   EXPECT_EQ(s.folded, 0);
 }
 
+// A weight of one element (an ONNX Constant scalar: attention's divisor sqrt(64)), broadcast
+// over its operand, becomes a constant: the kernel sees 8.0 where it loaded it, and no weight
+// is left to read.
+TEST(ConstFold, AOneElementWeightBecomesASplat) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {4, 4});
+  NDArray eight(dtypes::float32, {});
+  eight.set(0, ConstValue::of_float(8.0));
+  Tensor d = Tensor::weight(g, "divisor", std::move(eight));
+  g.add_output("y", x.div(d.reshape({1, 1}).expand({4, 4})).uop());
+  ConstFoldStats s = fold_and_check(g);
+  EXPECT_EQ(s.splats, 1);
+  EXPECT_EQ(s.folded, 0);
+  EXPECT_FALSE(reads_weight(g, g.outputs()[0].node, "divisor"));
+  bool eight_seen = false;
+  for (const UOp* u : g.outputs()[0].node->toposort())
+    eight_seen |= u->op == Op::CONST && u->cval().f == 8.0;
+  EXPECT_TRUE(eight_seen);
+}
+
 // A constant chain tens of thousands of nodes deep (an unrolled loop over constants) is folded
 // without recursing through it.
 TEST(ConstFold, AVeryDeepConstantChainFolds) {
