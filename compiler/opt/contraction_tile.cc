@@ -143,6 +143,17 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   // A lane axis narrower than the vector (8 channels of a panel on a 16-lane target) fills each
   // accumulator half, so its FMAs count for what they compute: a classifier's 8 channels x 32
   // positions otherwise beat 16 positions x 8 channels and ran 13% slower.
+  // Whether positions along r read overlapping windows: a load steps along r by a multiple (at
+  // most the window's extent) of its step along a reduce range (a 3x3 window's input row y +
+  // ky; a stride-2 stem's columns 2x + kx).
+  auto windows_overlap = [&](const UOp* r) {
+    for (const UOp* l : loads)
+      for (const UOp* red : kr.reduces) {
+        int64_t a = load_stride(l, r), w = load_stride(l, red);
+        if (a > 0 && w > 0 && a % w == 0 && a / w < size_of(red)) return true;
+      }
+    return false;
+  };
   auto loads_per_fma_of = [&](int64_t lanes, const std::vector<Opt>& tile) {
     int64_t positions = 1;
     for (const Opt& o : tile) positions *= o.amount;
@@ -219,13 +230,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
             n >= 4 && (n % 4 == 0 || n % 2 == 1))
           up = 4;
         if (up > 1) tile.push_back({OptKind::Upcast, r->range().id, up});
-        // Whether the rows' windows overlap: a load steps along r by a multiple (at most the
-        // window's extent) of its step along a reduce range (a 3x3 window's input row y + ky).
-        for (const UOp* l : loads)
-          for (const UOp* red : kr.reduces) {
-            int64_t a = load_stride(l, r), w = load_stride(l, red);
-            if (up > 1 && a > 0 && w > 0 && a % w == 0 && a / w < size_of(red)) rows_anyway = true;
-          }
+        rows_anyway = up > 1 && windows_overlap(r);
         break;
       }
     // The share of a tile's positions that are not padding.
@@ -450,15 +455,9 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     for (const UOp* l : kr.loops)
       if (l->range().id == tile[0].range_id) r = l;
     int64_t vectors = lanes / width, n = r ? size_of(r) : 0;
-    // Whether the positions' windows overlap (a stem's 7x7 window at stride 2): their unrolled
-    // window then shares inputs between positions, which stay live beside the accumulators.
-    bool overlap = false;
-    for (const UOp* l : loads)
-      for (const UOp* red : kr.reduces) {
-        int64_t a = r ? load_stride(l, r) : 0, w = load_stride(l, red);
-        if (a > 0 && w > 0 && a % w == 0 && a / w < size_of(red)) overlap = true;
-      }
-    if (r && !is_symbolic(r) && !overlap && tile[0].amount * vectors <= 8) {
+    // Overlapping windows (a stem's 7x7 at stride 2): the unrolled window's inputs shared
+    // between positions stay live beside the accumulators.
+    if (r && !is_symbolic(r) && !windows_overlap(r) && tile[0].amount * vectors <= 8) {
       int64_t most = std::min<int64_t>(n, (t.vector_registers - vectors - 1) / vectors);
       double best = 0;
       for (int64_t p = tile[0].amount; p <= most; ++p) best = std::max(best, used_share(n, p));
