@@ -393,14 +393,19 @@ TEST(CodegenShape, AMaskedRowsReductionKeepsItsTileInRegisters) {
 // beside a broadcast, nothing reloaded from the stack. AVX2 takes 5 positions x 16 channels (10
 // accumulators, 13 of its 16 registers with the weight vectors and a broadcast): its reduction
 // reloads nothing either (the epilogue's transposes to 5-wide rows may).
+// The artifacts of a 1x1 layer of `in` -> `out` channels on a side x side map for CPU c.
+Artifacts one_by_one_layer(const Cpu& c, int64_t in, int64_t out, int64_t side) {
+  Graph g;
+  g.lowering().vector_bytes = c.vector_bytes;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, in, side, side});
+  Tensor w = ramp_weight(g, "w", {out, in, 1, 1}, 0.01, 7);
+  g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  return assembly_for(g, c);
+}
+
 TEST(CodegenShape, AnOddRegisterTileIsWholeNativeVectors) {
   for (const Cpu& c : kCpus) {
-    Graph g;
-    g.lowering().vector_bytes = c.vector_bytes;
-    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 320, 7, 7});
-    Tensor w = ramp_weight(g, "w", {1280, 320, 1, 1}, 0.01, 7);
-    g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-    Artifacts a = assembly_for(g, c);
+    Artifacts a = one_by_one_layer(c, 320, 1280, 7);
     EXPECT_EQ(has_upcast(a, 7), c.vector_bytes == 64) << c.name;
     EXPECT_EQ(has_upcast(a, 5), c.vector_bytes == 32) << c.name;
     // 14 (AVX2: 10) accumulators, the reduction unrolled by 4.
@@ -419,12 +424,7 @@ TEST(CodegenShape, AnOddRegisterTileIsWholeNativeVectors) {
 // AVX-512 keeps its power-of-two tile.
 TEST(CodegenShape, AnAvx2TileOfSixPositionsStaysInRegisters) {
   for (const Cpu& c : kCpus) {
-    Graph g;
-    g.lowering().vector_bytes = c.vector_bytes;
-    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 96, 14, 14});
-    Tensor w = ramp_weight(g, "w", {576, 96, 1, 1}, 0.01, 7);
-    g.add_output("y", conv(x, w, nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
-    Artifacts a = assembly_for(g, c);
+    Artifacts a = one_by_one_layer(c, 96, 576, 14);
     EXPECT_EQ(has_upcast(a, 6), c.vector_bytes == 32) << c.name;
     if (c.vector_bytes != 32) continue;
     EXPECT_GE(vector_fmas(a.assembly, c), 48) << c.name;
