@@ -10,6 +10,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/support/error.h"
+#include "compiler/tensor/eager.h"
 #include "compiler/tensor/tensor.h"
 
 namespace kiln {
@@ -207,6 +208,44 @@ TEST(OnnxImporter, SquaringPowIsAMultiply) {
     import_onnx_model(b.m, ".", g, {});
     EXPECT_EQ(g.outputs()[0].node->shape(), (Shape{2, 3}));
     EXPECT_EQ(has_pow(g), !constant) << (constant ? "constant exponent" : "input exponent");
+  }
+}
+
+// GlobalAveragePool over a map something else reads too (a squeeze-excitation block's, which
+// its scale multiplies) sums over H first and then over W, two reductions of one axis each: the
+// first kernel's vector lanes run along W, contiguous, where one reduction over both ran them
+// along the channels, a plane apart. A map only the pool reads keeps one reduction (its
+// producer may compute it channels-last). Both give the mean.
+TEST(OnnxImporter, GlobalAveragePoolOfASharedMapSumsRowsFirst) {
+  auto reductions = [](const Graph& g) {
+    std::vector<size_t> axes;
+    for (const UOp* u : g.outputs()[0].node->toposort())
+      if (u->op == Op::REDUCE_AXIS) axes.push_back(u->reduce_arg().axes.size());
+    return axes;
+  };
+  for (bool shared : {true, false}) {
+    ModelBuilder b;
+    b.input("x", {1, 8, 14, 14});
+    b.node("Relu", {"x"}, {"r"});
+    b.node("GlobalAveragePool", {"r"}, {shared ? "p" : "y"});
+    if (shared) b.node("Mul", {"r", "p"}, {"y"});
+    b.output("y", {-1, -1, -1, -1});
+    Graph g;
+    import_onnx_model(b.m, ".", g, {});
+    std::vector<size_t> want = shared ? std::vector<size_t>{1, 1} : std::vector<size_t>{2};
+    EXPECT_EQ(reductions(g), want) << (shared ? "shared map" : "map only the pool reads");
+    NDArray x(dtypes::float32, {1, 8, 14, 14});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.set(i, ConstValue::of_float(static_cast<double>(i % 23) - 9.0));
+    EagerEvaluator ev(g, {{"x", x}});
+    NDArray y = ev.eval(g.outputs()[0].node);
+    for (int64_t c = 0; c < 8; ++c) {
+      double mean = 0;
+      for (int64_t i = 0; i < 196; ++i) mean += std::max(0.0, x.get(c * 196 + i).f) / 196.0;
+      double r = std::max(0.0, x.get(c * 196 + 5).f);
+      EXPECT_NEAR(shared ? y.get(c * 196 + 5).f : y.get(c).f, shared ? r * mean : mean, 1e-4)
+          << "channel " << c;
+    }
   }
 }
 

@@ -48,6 +48,9 @@ class NodeContext {
   std::vector<int64_t> const_ints(size_t i);
   std::vector<double> const_floats(size_t i);
   bool input_is_const(size_t i);
+  // How many nodes of the model's main graph (and its outputs) read input i (0 inside an If, Scan
+  // or Loop body, where it is not counted).
+  int readers(size_t i) const;
   // Whether a tensor built here is a compile-time constant, and its value.
   bool is_const(const Tensor& t);
   const NDArray& eval_const(const Tensor& t);

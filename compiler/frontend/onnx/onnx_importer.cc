@@ -46,6 +46,8 @@ class Importer {
   // value name -> the tensor type the model declares (graph outputs, value_info)
   std::unordered_map<std::string, const onnx::TypeProto_Tensor*> declared_;
   std::unordered_map<const UOp*, bool> const_only_;
+  // value name -> the main graph's nodes (and graph outputs) that read it (NodeContext::readers)
+  std::unordered_map<std::string, int> readers_;
   std::unordered_map<const UOp*, std::string> first_input_;
   int64_t unrolled_nodes_ = 0;  // nodes added by bodies built inline (OnnxImportOptions)
 
@@ -208,6 +210,12 @@ Tensor NodeContext::input(size_t i) {
 
 const NDArray& NodeContext::const_input(size_t i) {
   return imp_.const_value(input(i), *this, i);
+}
+
+int NodeContext::readers(size_t i) const {
+  if (!has_input(i)) return 0;
+  auto it = imp_.readers_.find(node_.input(static_cast<int>(i)));
+  return it == imp_.readers_.end() ? 0 : it->second;
 }
 
 bool NodeContext::input_is_const(size_t i) {
@@ -554,6 +562,10 @@ void Importer::run(onnx::ModelProto& m) {
     for (const auto& vi : *list)
       if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
         declared_[vi.name()] = &vi.type().tensor_type();
+  for (const auto& node : graph.node())
+    for (const std::string& in : std::set<std::string>(node.input().begin(), node.input().end()))
+      ++readers_[in];
+  for (const auto& out : graph.output()) ++readers_[out.name()];
 
   std::unordered_map<std::string, const onnx::TensorProto*> inits;
   for (const auto& t : graph.initializer()) inits[t.name()] = &t;

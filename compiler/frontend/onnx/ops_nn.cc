@@ -299,6 +299,15 @@ void register_nn_ops(OpRegistry& r) {
     if (x.ndim() < 2) n.invalid("input must be (N, C, spatial...), got " + shape_str(x.shape()));
     std::vector<int64_t> axes(static_cast<size_t>(x.ndim() - 2));
     std::iota(axes.begin(), axes.end(), 2);
+    // A map that something else reads too (a squeeze-excitation block's, which its scale
+    // multiplies) is stored whatever the pool does, and a kernel reducing it over H and W at
+    // once vectorizes along the channels, each lane a plane apart: summed over H first (one
+    // kernel, W as its vector lanes, contiguous), then over W (C x W values), it is read once in
+    // whole vectors (efficientnet_b0's 17 pools 0.37 -> 0.13 ms as AVX-512 code, 0.40 -> 0.16 as
+    // AVX2). A map only the pool reads keeps one reduction, which its producer can compute
+    // channels-last (mobilenet_v2's last layer).
+    if (x.ndim() == 4 && x.dim(2) * x.dim(3) >= 49 && x.dim(3) >= 7 && n.readers(0) > 1)
+      return V{x.sum({2}, true).sum({3}, true).div(static_cast<double>(x.dim(2) * x.dim(3)))};
     return V{x.mean(axes, true)};
   };
   r["GlobalMaxPool"] = [](NodeContext& n) {
