@@ -1,0 +1,725 @@
+// The heuristics (default_opts): which axis a kernel vectorizes, its register tile, its window
+// unrolls and task split, per target (AVX2, AVX-512), each choice with the measurement behind it.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "compiler/opt/heuristics.h"
+#include "compiler/opt/opts.h"
+#include "compiler/opt/tuning_cache.h"
+#include "compiler/tensor/nn.h"
+#include "tests/opt/opt_plans.h"
+
+namespace kiln {
+namespace {
+
+using testing::matmul_plan;
+
+// default_opts of the convolution kernel of an x-shaped input and a zero weight of shape w
+// (stride 1, `pad` on each side of H and W, `group` groups, direct: no Winograd), in a graph
+// whose weights are packed in panels of `panel`.
+std::vector<Opt> conv_kernel_opts(const Shape& x, const Shape& w, int64_t pad, int64_t panel,
+                                  const OptTarget& t, int64_t group = 1) {
+  Graph g;
+  g.lowering().winograd = false;
+  g.lowering().vector_bytes = 4 * panel;  // panels of `panel` float32 lanes
+  Tensor in = Tensor::input(g, "x", dtypes::float32, x);
+  NDArray wv(dtypes::float32, w);
+  g.add_output("y", conv(in, Tensor::weight(g, "w", wv), nullptr,
+                         {{1, 1}, {{pad, pad}, {pad, pad}}, {1, 1}, group})
+                        .uop());
+  Plan p = plan_graph(g, {});
+  for (const auto& prog : p.programs)
+    if (is_contraction_kernel(prog.ast)) return default_opts(prog.ast, t);
+  ADD_FAILURE() << "no convolution kernel";
+  return {};
+}
+
+// An AVX-512 target (64-byte vectors, 32 registers) with cheap masked vector accesses.
+OptTarget masked_avx512() {
+  OptTarget t{64, 32};
+  t.masked_vectors = true;
+  return t;
+}
+
+std::vector<Opt> upcasts_of(const std::vector<Opt>& opts) {
+  std::vector<Opt> ups;
+  for (const Opt& o : opts)
+    if (o.kind == OptKind::Upcast) ups.push_back(o);
+  return ups;
+}
+
+// default_opts of the kernel that writes the output of a 3x3 convolution (padding 1) of an
+// x-shaped input to `out_channels` channels: with Winograd, its output transform.
+std::vector<Opt> output_transform_opts(const Shape& x, int64_t out_channels, const OptTarget& t) {
+  Graph g;
+  g.lowering().vector_bytes = t.vector_bytes;
+  Tensor in = Tensor::input(g, "x", dtypes::float32, x);
+  NDArray w(dtypes::float32, {out_channels, x[1], 3, 3});
+  g.add_output(
+      "y",
+      conv(in, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  for (const Launch& l : p.launches)
+    if (l.args.at(0) == p.outputs.at(0)) {
+      const UOp* ast = p.programs.at(static_cast<size_t>(l.program)).ast;
+      EXPECT_TRUE(is_contraction_kernel(ast)) << "the layer did not take Winograd";
+      return default_opts(ast, t);
+    }
+  ADD_FAILURE() << "no kernel writes the output";
+  return {};
+}
+
+TEST(Heuristics, VectorizeTheContiguousAxisAndTileContractions) {
+  Graph g;
+  Plan p = matmul_plan(g, 64, 64, 64);
+  std::vector<Opt> opts = default_opts(p.programs[0].ast, OptTarget{32, 16});
+  // AVX2: 8 float lanes. The lane axis is N (B is contiguous along it, A does not vary) with
+  // two vectors, the tile's other axis M takes 4 (8 vector accumulators), the reduce is unrolled
+  // by 4, and the rest of the outer loop becomes tasks. The lane axis is the last upcast.
+  std::vector<Opt> want = {{OptKind::Upcast, 0, 4},
+                           {OptKind::Upcast, 1, 16},
+                           {OptKind::Unroll, 2, 4},
+                           {OptKind::Parallel, 0, 16}};
+  EXPECT_EQ(opts, want);
+  // Elementwise over (7, 40): merge_loops makes it one loop of 280 elements, vectorized by 8
+  // (16 do not divide it) on AVX-512, by 4 on 16-byte vectors.
+  Graph g2;
+  Tensor x = Tensor::input(g2, "x", dtypes::float32, {7, 40});
+  g2.add_output("y", x.exp().uop());
+  Plan p2 = plan_graph(g2, {});
+  EXPECT_EQ(default_opts(p2.programs[0].ast, OptTarget{64, 16}),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 8}}));
+  EXPECT_EQ(default_opts(p2.programs[0].ast, OptTarget{16, 16}),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}}));
+  // 3 x 114 (one loop of 342): 2 lanes divide it; with cheap masked vectors (AVX) 8 lanes in 43
+  // groups, the last one masked.
+  Graph g3;
+  Tensor y = Tensor::input(g3, "y", dtypes::float32, {3, 114});
+  g3.add_output("z", y.exp().uop());
+  Plan p3 = plan_graph(g3, {});
+  OptTarget avx{32, 16};
+  EXPECT_EQ(default_opts(p3.programs[0].ast, avx), (std::vector<Opt>{{OptKind::Upcast, 0, 2}}));
+  avx.masked_vectors = true;
+  EXPECT_EQ(default_opts(p3.programs[0].ast, avx), (std::vector<Opt>{{OptKind::Upcast, 0, 8}}));
+}
+
+// A kernel whose loads gather along its store's contiguous axis but are contiguous along
+// another output loop takes that loop as its lanes and rows of 8 along the store's axis (each
+// row one store): a stride-2 max pool over a channels-last map into an NCHW output. Over an NCHW
+// map (contiguous along W for both) the store's axis stays the lane axis.
+TEST(Heuristics, GatheredLoadsTakeTheirContiguousAxisAsLanesAndStoreInRows) {
+  OptTarget avx512 = masked_avx512();
+  PoolParams pool;
+  pool.kernel = {3, 3};
+  pool.stride = {2, 2};
+  auto pool_upcasts = [&](bool channels_last) {
+    Graph g;
+    Tensor x = channels_last
+                   ? Tensor::input(g, "x", dtypes::float32, {1, 55, 55, 64}).permute({0, 3, 1, 2})
+                   : Tensor::input(g, "x", dtypes::float32, {1, 64, 55, 55});
+    g.add_output("y", max_pool(x, pool).uop());
+    Plan p = plan_graph(g, {});
+    EXPECT_EQ(p.programs.size(), 1u);
+    return upcasts_of(default_opts(p.programs.at(0).ast, avx512));
+  };
+  std::vector<Opt> ups = pool_upcasts(true);
+  ASSERT_EQ(ups.size(), 2u);
+  EXPECT_EQ(ups[0].amount, 8);   // 27 output positions of a row: 8 per store, the last masked
+  EXPECT_EQ(ups[1].amount, 16);  // the channels, a vector
+  ups = pool_upcasts(false);
+  ASSERT_EQ(ups.size(), 1u);
+  EXPECT_EQ(ups[0].amount, 16);
+}
+
+// A reduction to one value has no output loop to vectorize: its innermost range is unrolled a
+// vector wide (the expander spreads the copies over a vector of accumulators). A uint8 row of
+// 114 bytes is padded to a whole vector where byte masks are instructions (AVX-512BW), and a
+// short contiguous uint8 axis (4 channels of a blocked layout) takes the next axis too.
+TEST(Heuristics, FullReductionsAndByteRowsUseWholeVectors) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {128, 1024});
+  g.add_output("m", x.max().uop());
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  std::vector<Opt> opts = default_opts(p.programs[0].ast, OptTarget{64, 32});
+  ASSERT_EQ(opts.size(), 1u);
+  EXPECT_EQ(opts[0].kind, OptKind::Unroll);
+  EXPECT_EQ(opts[0].amount, 16);
+  EXPECT_EQ(default_opts(p.programs[0].ast, OptTarget{32, 16})[0].amount, 8);
+
+  Graph g2;
+  Tensor b = Tensor::input(g2, "b", dtypes::uint8, {3, 112, 112});
+  g2.add_output("padded", b.pad({{0, 0}, {1, 1}, {1, 1}}, 0.0).uop());
+  Plan p2 = plan_graph(g2, {});
+  OptTarget avx512 = masked_avx512();
+  EXPECT_EQ(default_opts(p2.programs[0].ast, avx512)[0].amount, 2);  // no byte masks
+  avx512.masked_bytes = true;
+  EXPECT_EQ(default_opts(p2.programs[0].ast, avx512)[0].amount, 64);
+
+  Graph g3;
+  Tensor c = Tensor::input(g3, "c", dtypes::uint8, {1, 8, 30, 30});
+  g3.add_output("blocked",
+                c.reshape({1, 2, 4, 30, 30}).permute({0, 1, 3, 4, 2}).contiguous().uop());
+  Plan p3 = plan_graph(g3, {});
+  int64_t lanes = 1;
+  for (const Opt& o : default_opts(p3.programs[0].ast, avx512))
+    if (o.kind == OptKind::Upcast) lanes *= o.amount;
+  EXPECT_EQ(lanes, 4 * 16);
+}
+
+// The sizes of the ranges `opts` unroll, in order, each checked to be unrolled completely.
+std::vector<int64_t> complete_unroll_sizes(const UOp* ast, const std::vector<Opt>& opts) {
+  std::map<int64_t, int64_t> size_of_range;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::RANGE) size_of_range[u->range().id] = u->src[0]->cval().i;
+  std::vector<int64_t> sizes;
+  for (const Opt& o : opts)
+    if (o.kind == OptKind::Unroll) {
+      EXPECT_EQ(o.amount, size_of_range.at(o.range_id)) << o.str();
+      sizes.push_back(o.amount);
+    }
+  return sizes;
+}
+
+// A 3x3 convolution's kernel window is unrolled completely (its short kh/kw loops go) and the
+// channel reduce is left rolled; the tile pads a 14-wide map only if it must (2 divides it).
+TEST(Heuristics, ConvolutionWindowsAreUnrolledCompletely) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 16, 16});
+  NDArray w(dtypes::float32, {32, 16, 3, 3});
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  const UOp* ast = p.programs[0].ast;
+  std::map<int64_t, int64_t> size_of_range;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Op::RANGE) size_of_range[u->range().id] = u->src[0]->cval().i;
+  EXPECT_EQ(complete_unroll_sizes(ast, default_opts(ast, OptTarget{32, 16})),
+            (std::vector<int64_t>{3, 3}));
+  OptTarget rolled{32, 16};
+  rolled.unroll_window = false;  // the tuner's alternative: the 16 channels unrolled by 4
+  std::vector<Opt> alt;
+  for (const Opt& o : default_opts(ast, rolled))
+    if (o.kind == OptKind::Unroll) alt.push_back(o);
+  ASSERT_EQ(alt.size(), 1u);
+  EXPECT_EQ(alt[0].amount, 4);
+  EXPECT_EQ(size_of_range.at(alt[0].range_id), 16);
+}
+
+// A stem (3 input channels, a 3x3 window at stride 2) unrolls its channels instead of the window:
+// unrolled, the window's overlapping columns kept their inputs live beside the accumulators and
+// spilled (squeezenet1_1's stem 1.5x slower). A 4-channel layer keeps the unrolled window.
+TEST(Heuristics, StemsUnrollTheirChannelsInsteadOfTheWindow) {
+  auto unrolled_sizes = [](int64_t cin) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, cin, 64, 64});
+    NDArray w(dtypes::float32, {32, cin, 3, 3});
+    g.add_output(
+        "y",
+        conv(x, Tensor::weight(g, "w", w), nullptr, {{2, 2}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+    Plan p = plan_graph(g, {});
+    EXPECT_EQ(p.programs.size(), 1u);
+    const UOp* ast = p.programs[0].ast;
+    return complete_unroll_sizes(ast, default_opts(ast, OptTarget{32, 16}));
+  };
+  EXPECT_EQ(unrolled_sizes(3), (std::vector<int64_t>{3}));
+  EXPECT_EQ(unrolled_sizes(4), (std::vector<int64_t>{3, 3}));
+}
+
+// A 56-wide map could vectorize W (input and output contiguous) or the output channels (packed
+// weights contiguous); the heuristic takes the tile that loads less per FMA: 16 channels x 4
+// positions (6 loads per 8 FMAs) rather than 8 positions x 8 broadcast channels (9 per 8).
+TEST(Heuristics, ConvolutionLaneAxisIsTheOneThatLoadsLess) {
+  Graph g;
+  g.lowering().winograd = false;  // the direct convolution's tile
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 64, 58, 58});
+  NDArray w(dtypes::float32, {64, 64, 3, 3});
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  std::vector<Opt> upcasts;
+  for (const Opt& o : default_opts(p.programs[0].ast, OptTarget{32, 16}))
+    if (o.kind == OptKind::Upcast) upcasts.push_back(o);
+  // r0 is the output channel loop (64), r2 the W loop (56); the lane axis is the last upcast.
+  EXPECT_EQ(upcasts, (std::vector<Opt>{{OptKind::Upcast, 2, 4}, {OptKind::Upcast, 0, 16}}));
+}
+
+// A GEMV-like step (a recurrent layer's batch of 2 rows times a 512-wide weight): the tile keeps
+// both rows, so every weight vector load serves both, and the lane axis still takes 8 vectors;
+// tasks split N. Dropping the row tile for more vectors streamed the weight once per row.
+TEST(Heuristics, SmallRowCountsKeepTheirTileBesideWideLanes) {
+  Graph g;
+  Tensor h = Tensor::input(g, "h", dtypes::float32, {2, 128});
+  NDArray w(dtypes::float32, {128, 512});
+  g.add_output("y", matmul(h, Tensor::weight(g, "w", w)).uop());
+  Plan p = plan_graph(g, {});
+  ASSERT_EQ(p.programs.size(), 1u);
+  OptTarget avx512{64, 32};  // 16 float lanes, 32 registers: 16 accumulators
+  std::vector<Opt> want = {{OptKind::Upcast, 0, 2},
+                           {OptKind::Upcast, 1, 128},
+                           {OptKind::Unroll, 2, 4},
+                           {OptKind::Parallel, 1, 4}};
+  EXPECT_EQ(default_opts(p.programs[0].ast, avx512), want);
+}
+
+// The upcasts default_opts gives an m x k by k x 1280 matmul (a weight, as a 1x1 layer of m
+// positions over k channels).
+std::vector<Opt> upcasts_of_weight_matmul(int64_t m, const OptTarget& t, int64_t k = 320) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {m, k});
+  NDArray w(dtypes::float32, {k, 1280});
+  g.add_output("y", matmul(a, Tensor::weight(g, "w", w)).uop());
+  Plan p = plan_graph(g, {});
+  return upcasts_of(default_opts(p.programs.at(0).ast, t));
+}
+
+// The upcasts default_opts gives a direct 3x3 convolution (padding 1) of 512 channels to 512 on
+// a side x side map (the layer's kernel, not the one that pads its input).
+std::vector<Opt> upcasts_of_direct_3x3(int64_t side, const OptTarget& t) {
+  Graph g;
+  g.lowering().winograd = false;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 512, side, side});
+  NDArray w(dtypes::float32, {512, 512, 3, 3});
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  for (const KernelProgram& k : p.programs)
+    if (is_contraction_kernel(k.ast)) return upcasts_of(default_opts(k.ast, t));
+  ADD_FAILURE() << "no convolution kernel";
+  return {};
+}
+
+// Rows padded by more than a tenth (a 5x5 map's 25 positions in groups of 8: 32) give way to
+// half the rows beside twice the lane vectors (groups of 4: 28, and 4 + 4 loads per 16 FMAs
+// instead of 2 + 8): mobilenet_v2's 7x7 1x1 layers ran at 69 GFLOP/s with 8 x 32, at 91 with
+// 4 x 64, before 7x7 maps took exact tiles of 7 (AnOddMapTakesAnExactOddTile). 196 rows
+// (16-row tiles pad 6%) take 4 exact rows beside 4 vectors instead, by the rule for a padded
+// tile (WiderLanesReplaceAPaddedTile); AVX2 takes 5 rows over 49 (2%; AnOddMapTakesAnExactOddTile).
+TEST(Heuristics, ARowAxisPaddedByMoreThanATenthTakesHalfTheRowsAndTwiceTheVectors) {
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  EXPECT_EQ(upcasts_of_weight_matmul(25, avx512),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 64}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(196, avx512),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 64}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(49, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 5}, {OptKind::Upcast, 1, 16}}));
+}
+
+// A map of an odd number of positions takes an exact tile of an odd divisor beside two lane
+// vectors where a power of two would pad it: 49 rows as 7 x 32 channels (14 accumulators, none
+// idle) rather than 4 x 64 (52 rows computed for 49) or 8 x 32 (56); the emitter splits the odd
+// tile into native vectors (native_pieces.h). A 7-wide row (a 3x3 layer at 7x7, its padded input
+// keeping H and W apart) takes 7 rather than 8 (resnet50's 7x7 layers 10-20% faster each, the
+// model 0.95x at 1 and 2 threads). Not a 14-wide row (7 rather than 8 of 16 was slower), nor on
+// AVX2, whose 16 registers do not hold 7 x 2 vectors: there a tile of 8 accumulators or fewer
+// takes one position more where that pads no more than its power of two, 49 rows as 10 x 5
+// (50) beside 2 vectors rather than 13 x 4 (52): 10 independent FMA chains instead of 8. 43
+// rows keep 4 (5 would compute 45, 4 computes 44); 48 rows take an exact 6
+// (AnAvx2TileTakesThePositionsItsRegistersHold).
+TEST(Heuristics, AnOddMapTakesAnExactOddTile) {
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  EXPECT_EQ(upcasts_of_weight_matmul(49, avx512),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 7}, {OptKind::Upcast, 1, 32}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(49, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 5}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(43, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(48, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 6}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_direct_3x3(7, avx512),
+            (std::vector<Opt>{{OptKind::Upcast, 2, 7}, {OptKind::Upcast, 0, 32}}));
+  for (const Opt& o : upcasts_of_direct_3x3(14, avx512)) EXPECT_NE(o.amount, 7) << o.str();
+  for (const Opt& o : upcasts_of_direct_3x3(7, avx2)) EXPECT_NE(o.amount, 7) << o.str();
+}
+
+// On AVX2 (16 registers: a heuristic tile of 4 positions x 2 vectors, 8 accumulators) the tile
+// takes as many positions as the registers hold beside the 2 weight vectors and a broadcast, 6,
+// where 6 uses the axis within two hundredths as well as the best count from 4 to 6 does: 12
+// independent FMA chains, where 8 just cover two pipes times a 4-cycle latency. 196 positions
+// (a 14x14 map) as 33 x 6 (198) rather than 49 x 4; 48 as 8 x 6; 49 keeps 5 (6 would compute
+// 54). A padded count needs a reduction of 96 or more (over 64 channels 196 rows keep an exact
+// 4), an exact one 32 (over 16, 48 rows keep 4); AVX-512's tiles are unchanged, and a stem whose
+// stride-2 windows overlap keeps its power of two (StemWindowsKeepTheirTileOnAvx2).
+TEST(Heuristics, AnAvx2TileTakesThePositionsItsRegistersHold) {
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  EXPECT_EQ(upcasts_of_weight_matmul(196, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 6}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(196, avx2, 64),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(48, avx2, 32),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 6}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(48, avx2, 16),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+  EXPECT_EQ(upcasts_of_weight_matmul(196, avx512), upcasts_of_weight_matmul(196, avx512, 96));
+  for (const Opt& o : upcasts_of_weight_matmul(196, avx512)) EXPECT_NE(o.amount, 6) << o.str();
+  // The tuner's explicit accumulator counts are taken as they are.
+  OptTarget tuned = avx2;
+  tuned.accumulators = 8;
+  EXPECT_EQ(upcasts_of_weight_matmul(196, tuned),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 4}, {OptKind::Upcast, 1, 16}}));
+}
+
+// A stem (3 -> 64 channels, 7x7 at stride 2 over 224x224) on AVX2: neighbouring positions'
+// windows share 5 of 7 input columns, and the unrolled window keeps them live beside the
+// accumulators, so the tile keeps its 4 positions (resnet18's stem as 6: the model 4% slower).
+TEST(Heuristics, StemWindowsKeepTheirTileOnAvx2) {
+  Graph g;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 3, 224, 224});
+  NDArray w(dtypes::float32, {64, 3, 7, 7});
+  g.add_output(
+      "y",
+      conv(x, Tensor::weight(g, "w", w), nullptr, {{2, 2}, {{3, 3}, {3, 3}}, {1, 1}, 1}).uop());
+  Plan p = plan_graph(g, {});
+  bool found = false;
+  for (const KernelProgram& k : p.programs) {
+    if (!is_contraction_kernel(k.ast)) continue;
+    found = true;
+    std::vector<Opt> up = upcasts_of(default_opts(k.ast, OptTarget{32, 16}));
+    ASSERT_FALSE(up.empty());
+    EXPECT_EQ(up[0].amount, 4) << up[0].str();
+  }
+  EXPECT_TRUE(found);
+}
+
+// A row whose odd divisors skip the budget (27: 3, 9, 27 around 8 positions beside 2 vectors)
+// takes 9, one position and two accumulators over, rather than 8 padded to 32 lanes (5 of 32
+// idle): 18 accumulators fit AVX-512's 32 registers beside the weights and a broadcast.
+// squeezenet1_1's 27x27 32 -> 128 layer, direct: 0.26 ms at 1 thread with 9 x 32, 0.31 with
+// 8 x 32. AVX2 keeps its tile (beside one vector, 9 positions would load 10 per 9 FMAs).
+TEST(Heuristics, AnOddRowOnePositionOverTheBudgetTakesAnExactTile) {
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  EXPECT_EQ(upcasts_of_direct_3x3(27, avx512),
+            (std::vector<Opt>{{OptKind::Upcast, 2, 9}, {OptKind::Upcast, 0, 32}}));
+  for (const Opt& o : upcasts_of_direct_3x3(27, avx2)) EXPECT_NE(o.amount, 9) << o.str();
+  // 81 = 9 x 9: 9 as well; 25 (5 x 5) has no divisor one over the budget.
+  EXPECT_EQ(upcasts_of_direct_3x3(81, avx512)[0], (Opt{OptKind::Upcast, 2, 9}));
+  for (const Opt& o : upcasts_of_direct_3x3(25, avx512)) EXPECT_NE(o.amount, 9) << o.str();
+}
+
+// A row that pads to the same width in groups of 4 as in groups of 8 (15 -> 16) keeps 8
+// positions x 32 channels, which load half the weight vectors per FMA of 4 x 64 (resnet50's
+// layer4 3x3 layers, 7-wide before they took 7: 2.04 ms with 4 x 64, 1.78 with 8 x 32).
+TEST(Heuristics, ARowPaddedAlikeInFoursAndEightsKeepsTwoVectorsOfChannels) {
+  EXPECT_EQ(upcasts_of_direct_3x3(15, OptTarget{64, 32}),
+            (std::vector<Opt>{{OptKind::Upcast, 2, 8}, {OptKind::Upcast, 0, 32}}));
+}
+
+// The half-rows rule for a 1x1 convolution, whose lane axis (output channels) is the outermost
+// loop and so the task split. At 7x7 on AVX-512 the odd tile replaces it (7 x 32 at 1280, 320
+// and 192 channels; mobilenet_v2 and efficientnet_b0 0.96-0.97x at 1 and 2 threads), where it
+// had taken 4 x 64 at 1280 and 320 channels (mobilenet_v2's 960 -> 320 layer 0.234 -> 0.181 ms
+// against 8 x 32) but kept 8 x 32 at 192, since 64s would leave 3 tasks, which 2 threads split
+// 2:1 (efficientnet_b0's 1152 -> 192 projections 6-7% slower).
+TEST(Heuristics, WiderVectorsOnTheTaskAxisKeepTasksEnough) {
+  auto opts_of = [](int64_t cout) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 960, 7, 7});
+    NDArray w(dtypes::float32, {cout, 960, 1, 1});
+    g.add_output(
+        "y",
+        conv(x, Tensor::weight(g, "w", w), nullptr, {{1, 1}, {{0, 0}, {0, 0}}, {1, 1}, 1}).uop());
+    Plan p = plan_graph(g, {});
+    return default_opts(p.programs.at(0).ast, OptTarget{64, 32});
+  };
+  for (auto [cout, tasks] : {std::pair{1280, 16}, {320, 10}, {192, 6}}) {
+    std::vector<Opt> o = opts_of(cout);
+    EXPECT_EQ(upcasts_of(o), (std::vector<Opt>{{OptKind::Upcast, 1, 7}, {OptKind::Upcast, 0, 32}}))
+        << cout;
+    EXPECT_EQ(o.back(), (Opt{OptKind::Parallel, 0, tasks})) << cout;
+  }
+  // 4 tasks split evenly over 2 and 4 threads: a 14x14 layer's 256 channels take 64 lanes beside
+  // 4 exact positions (8 loads per 16 FMAs) rather than 16 lanes beside 16 padded positions (17).
+  std::vector<Opt> four =
+      conv_kernel_opts({1, 1024, 14, 14}, {256, 1024, 1, 1}, 0, 16, masked_avx512());
+  EXPECT_EQ(upcasts_of(four),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 64}}));
+  EXPECT_EQ(four.back(), (Opt{OptKind::Parallel, 0, 4}));
+}
+
+// Wider lanes may stand beside padded positions: a 14x14 layer's 196 positions have 4 as their
+// largest power-of-two divisor under 8, and 32 channels x 4 positions would leave half the
+// accumulators of 16 x 16; 32 channels x 8 positions (200, 2% padding) keep them all and load 10
+// operands per 16 FMAs instead of 17.
+TEST(Heuristics, WiderLanesStandBesidePaddedPositions) {
+  std::vector<Opt> opts =
+      conv_kernel_opts({1, 112, 14, 14}, {672, 112, 1, 1}, 0, 16, masked_avx512());
+  EXPECT_EQ(upcasts_of(opts),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 32}}));
+  EXPECT_EQ(opts.back(), (Opt{OptKind::Parallel, 0, 16}));
+}
+
+// A projection to few channels at 14x14 took 16 padded positions as its lanes beside 16 channels:
+// a vector and 16 broadcasts per 16 FMAs. Two vectors of positions (196 padded to 224, the last
+// group masked) beside 8 channels load 10; over a short reduction (16 -> 96 channels) the
+// epilogue outweighs the loads and the tile stays.
+TEST(Heuristics, PaddedPositionLanesRelieveALoadBoundProjection) {
+  OptTarget avx512 = masked_avx512();
+  std::vector<Opt> proj = conv_kernel_opts({1, 672, 14, 14}, {112, 672, 1, 1}, 0, 16, avx512);
+  EXPECT_EQ(upcasts_of(proj),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 8}, {OptKind::Upcast, 1, 32}}));
+  EXPECT_EQ(proj.back(), (Opt{OptKind::Parallel, 0, 14}));
+  std::vector<Opt> shallow = conv_kernel_opts({1, 16, 14, 14}, {96, 16, 1, 1}, 0, 16, avx512);
+  for (const Opt& o : upcasts_of(shallow))
+    EXPECT_FALSE(o.range_id == 1 && o.amount == 32) << o.str();
+}
+
+// A contraction that would re-read more than L2 per iteration of its outermost loop runs another
+// loop outermost (TILE(r, 1)) and splits that one into tasks: a 1024^3 GEMM re-read its 4 MB B
+// once per 8 rows of A (51% of the FMA peak on a Xeon), and streams B once with the N tiles
+// outermost (72%). The same GEMM with a 16 MB L2, and a 256^3 one (B 256 KiB), keep the order;
+// a 1x1 layer re-reading its 3 MB input per 8 output channels runs the positions outermost.
+TEST(Heuristics, AnOperandLargerThanL2IsStreamedOnce) {
+  auto opts_of = [](int64_t m, int64_t kk, int64_t n, int64_t l2) {
+    Graph g;
+    Plan p = matmul_plan(g, m, kk, n);
+    OptTarget avx512{64, 32};
+    avx512.l2_bytes = l2;
+    return default_opts(p.programs.at(0).ast, avx512);
+  };
+  std::vector<Opt> big = opts_of(1024, 1024, 1024, 1 << 20);
+  ASSERT_GE(big.size(), 2u);
+  EXPECT_EQ(big[big.size() - 2], (Opt{OptKind::Tile, 1, 1}));
+  EXPECT_EQ(big.back(), (Opt{OptKind::Parallel, 1, 16}));
+  for (std::vector<Opt> keep :
+       {opts_of(1024, 1024, 1024, 16 << 20), opts_of(256, 256, 256, 1 << 20)}) {
+    for (const Opt& o : keep) EXPECT_NE(o.kind, OptKind::Tile) << o.str();
+    EXPECT_EQ(keep.back(), (Opt{OptKind::Parallel, 0, keep.back().amount}));
+  }
+  // The applier takes the proposal: 16 tasks over N's 32 tiles.
+  Graph g;
+  Plan p = matmul_plan(g, 1024, 1024, 1024);
+  OptimizedKernel k = apply_opts(p.programs[0].ast, big);
+  EXPECT_EQ(k.ntasks, 16);
+
+  OptTarget avx512{64, 32};
+  std::vector<Opt> conv_opts = conv_kernel_opts({1, 256, 56, 56}, {128, 256, 1, 1}, 0, 16, avx512);
+  const Opt* tile = nullptr;
+  for (const Opt& o : conv_opts)
+    if (o.kind == OptKind::Tile) tile = &o;
+  ASSERT_NE(tile, nullptr) << format_opts(conv_opts);
+  EXPECT_EQ(tile->amount, 1);
+  // The loop run outermost is the positions (3136), not the 128 output channels (r0).
+  EXPECT_NE(tile->range_id, 0) << format_opts(conv_opts);
+  EXPECT_EQ(conv_opts.back(), (Opt{OptKind::Parallel, tile->range_id, 16}));
+
+  // A 48 -> 16 3x3 layer at 96x128 (a U-Net's decoder): W's 4 lane tiles re-read the weights
+  // least, but the 96 rows give every task work (4 tasks ran 1.16x faster on 2 threads).
+  std::vector<Opt> rows_opts = conv_kernel_opts({1, 48, 96, 128}, {16, 48, 3, 3}, 1, 16, avx512);
+  ASSERT_GE(rows_opts.size(), 2u);
+  EXPECT_EQ(rows_opts[rows_opts.size() - 2], (Opt{OptKind::Tile, 1, 1})) << format_opts(rows_opts);
+  EXPECT_EQ(rows_opts.back(), (Opt{OptKind::Parallel, 1, 16})) << format_opts(rows_opts);
+}
+
+// A classifier's 1000 channels are 62.5 vectors of 16: its weight gets zero channels up to a
+// vector pair (1024) and the tile takes two whole vectors of channels, the last group masked,
+// beside 8 positions (2 + 8 loads per 16 FMAs), not 16 positions x 8 channel rows (1 + 8 per 8:
+// squeezenet's classifier 1.96 -> 1.58 ms on a Xeon). AVX2 keeps 16 channels (two vectors),
+// beside 5 positions (169 as 34 x 5: 170, where 4 computes 172).
+TEST(Heuristics, AnAxisOfHalfVectorsTakesWholeOnesWhereItsLoadsStayInBounds) {
+  auto upcasts = [](int64_t panel, OptTarget t) {
+    return upcasts_of(conv_kernel_opts({1, 512, 13, 13}, {1000, 512, 1, 1}, 0, panel, t));
+  };
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  avx512.masked_vectors = avx2.masked_vectors = true;
+  // r0: the 1000 channels, r1: the 169 positions; the lane axis is the last upcast.
+  EXPECT_EQ(upcasts(16, avx512),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 8}, {OptKind::Upcast, 0, 32}}));
+  EXPECT_EQ(upcasts(8, avx2),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 5}, {OptKind::Upcast, 0, 16}}));
+  // A classifier's matrix-vector product (1280 -> 1000) likewise: 32 lanes, two weight streams
+  // (mobilenet_v2's ran at 0.49 ms with 8 lanes, 0.27 with 32).
+  Graph g;
+  g.lowering().vector_bytes = 64;  // 16-lane panels
+  Tensor h = Tensor::input(g, "h", dtypes::float32, {1, 1280});
+  NDArray w(dtypes::float32, {1280, 1000});
+  g.add_output("y", matmul(h, Tensor::weight(g, "w", w)).uop());
+  Plan p = plan_graph(g, {});
+  std::vector<Opt> ups = upcasts_of(default_opts(p.programs.at(0).ast, avx512));
+  ASSERT_FALSE(ups.empty());
+  EXPECT_EQ(ups.back().amount, 32) << format_opts(ups);
+}
+
+// Lanes that pad their axis stop at the end of a weight packed in panels along it: 672 output
+// channels are 21 pairs of 16-lane panels, so four vectors (64 lanes) would read past the last
+// panel, and those gated panel loads became scalar loads in every group (196 x 672 x 112: 52
+// GFLOP/s against 214 with two vectors). 640 channels take four vectors, as before.
+TEST(Heuristics, PaddedLanesStayInsideAPackedWeight) {
+  auto lanes_for = [](int64_t n) {
+    Graph g;
+    g.lowering().vector_bytes = 64;  // 16-lane panels
+    Tensor a = Tensor::input(g, "a", dtypes::float32, {196, 112});
+    NDArray w(dtypes::float32, {112, n});
+    g.add_output("y", matmul(a, Tensor::weight(g, "w", w)).uop());
+    Plan p = plan_graph(g, {});
+    std::vector<Opt> ups = upcasts_of(default_opts(p.programs.at(0).ast, masked_avx512()));
+    return ups.empty() ? int64_t{0} : ups.back().amount;
+  };
+  EXPECT_EQ(672 % lanes_for(672), 0);
+  EXPECT_EQ(lanes_for(640), 64);
+}
+
+// A Winograd output transform reads channels contiguously and writes them planes apart: its
+// lane axis takes the usual two vectors, not eight (each vector is one line per lane written at
+// once: squeezenet's 128-channel transform ran 0.072 ms with 8, 0.050 with 2), and what is left
+// of the channels gives the tasks whole planes to write (the 27-row split shared a line between
+// tasks in every plane, and ran 2x slower on 2 threads than on 1).
+TEST(Heuristics, AStoreThatScattersItsLanesKeepsTwoVectorsOfThem) {
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  for (auto [t, lanes] : {std::pair{avx512, 32}, std::pair{avx2, 16}}) {
+    std::vector<Opt> opts = output_transform_opts({1, 32, 27, 27}, 128, t);
+    int64_t channel_lanes = 0;
+    for (const Opt& o : upcasts_of(opts))
+      if (o.range_id == 0) channel_lanes = o.amount;
+    EXPECT_EQ(channel_lanes, lanes) << format_opts(opts);
+    ASSERT_FALSE(opts.empty());
+    EXPECT_EQ(opts.back(), (Opt{OptKind::Parallel, 0, 128 / lanes})) << format_opts(opts);
+  }
+}
+
+// Stores count with the loads when the lane axis is chosen: a 1x1 layer over 16 input channels
+// does 16 FMAs per output, so output channels as lanes (each vector stored as 16 scalars, planes
+// apart) cost more than the 55x55 positions as lanes (contiguous stores, 3025 padded to whole
+// vectors: 3040, the last group masked). squeezenet's expansion: 0.093 -> 0.060 ms. Over 512
+// input channels (a classifier) the channels stay the lanes.
+TEST(Heuristics, FewFmasPerOutputMakeTheStoresChooseTheLaneAxis) {
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  avx512.masked_vectors = avx2.masked_vectors = true;
+  for (auto [t, lanes] : {std::pair{avx512, 32}, std::pair{avx2, 16}}) {
+    std::vector<Opt> ups = upcasts_of(conv_kernel_opts({1, 16, 55, 55}, {64, 16, 1, 1}, 0, 16, t));
+    ASSERT_FALSE(ups.empty());
+    // r0: the 64 output channels, r1: the 3025 positions; the lane axis is the last upcast.
+    EXPECT_EQ(ups.back(), (Opt{OptKind::Upcast, 1, lanes})) << format_opts(ups);
+    std::vector<Opt> deep =
+        upcasts_of(conv_kernel_opts({1, 512, 13, 13}, {1000, 512, 1, 1}, 0, 16, t));
+    ASSERT_FALSE(deep.empty());
+    EXPECT_EQ(deep.back().range_id, 0) << format_opts(deep);
+  }
+}
+
+// A contraction whose outermost loop leaves few tasks (16 output channels in tiles of 8: 2)
+// runs a loop of many outermost when what that loop re-reads stays in cache and each task's
+// share of a row spans several cache lines: squeezenet's 64 -> 16 layer at 55x55 splits its
+// positions 16 ways. A 13x13 map's rows are too short for that (16 tasks would share a line of
+// every plane), and a layer with tasks enough keeps its order.
+TEST(Heuristics, AnOuterLoopOfFewTasksGivesWayToOneOfMany) {
+  OptTarget avx512 = masked_avx512();
+  std::vector<Opt> few = conv_kernel_opts({1, 64, 55, 55}, {16, 64, 1, 1}, 0, 16, avx512);
+  ASSERT_GE(few.size(), 2u);
+  EXPECT_EQ(few[few.size() - 2], (Opt{OptKind::Tile, 1, 1})) << format_opts(few);
+  EXPECT_EQ(few.back(), (Opt{OptKind::Parallel, 1, 16})) << format_opts(few);
+  for (std::vector<Opt> keep : {conv_kernel_opts({1, 512, 13, 13}, {64, 512, 1, 1}, 0, 16, avx512),
+                                conv_kernel_opts({1, 16, 55, 55}, {64, 16, 1, 1}, 0, 16, avx512)}) {
+    for (const Opt& o : keep) EXPECT_NE(o.kind, OptKind::Tile) << format_opts(keep);
+    EXPECT_EQ(keep.back().range_id, 0) << format_opts(keep);
+  }
+}
+
+// The same where the lanes are output channels stored along the rows in chunks: a Winograd
+// output transform of 64 channels at 55x55 takes them in 2 tiles of 32 lanes on AVX-512, 2
+// tasks; its 55 rows go outermost and make 16, so each thread writes whole rows of its share
+// (squeezenet's fire modules: 0.244 -> 0.158 ms at 2 threads).
+TEST(Heuristics, AChannelLaneKernelOfFewTasksSplitsItsRows) {
+  OptTarget avx512 = masked_avx512();
+  std::vector<Opt> opts = output_transform_opts({1, 16, 55, 55}, 64, avx512);
+  std::vector<Opt> ups = upcasts_of(opts);
+  ASSERT_FALSE(ups.empty());
+  EXPECT_EQ(ups.back(), (Opt{OptKind::Upcast, 0, 32})) << format_opts(opts);  // channel lanes
+  ASSERT_GE(opts.size(), 2u);
+  EXPECT_EQ(opts[opts.size() - 2], (Opt{OptKind::Tile, 1, 1})) << format_opts(opts);
+  EXPECT_EQ(opts.back(), (Opt{OptKind::Parallel, 1, 16})) << format_opts(opts);
+}
+
+// A store that scatters its lanes (a Winograd output transform: channels the lanes, NCHW
+// output) takes rows of 4 along the loop the output is contiguous along (r2, W), the last padded
+// on an odd map: each row is then one 16-byte store after a shuffle, not a scalar store per lane
+// (squeezenet's transforms at 55x55, 27x27 and 13x13 ran 0.63-0.86x the time). A 14-wide map
+// keeps its exact pairs (4 padded to 16 ran 15% slower).
+TEST(Heuristics, AStoreThatScattersItsLanesTakesRowsOfFourAlongItsOutput) {
+  OptTarget avx512 = masked_avx512(), avx2{32, 16};
+  for (const OptTarget& t : {avx512, avx2})
+    for (auto [side, channels, rows] : {std::tuple{55, 64, 4}, std::tuple{27, 128, 4},
+                                        std::tuple{56, 64, 4}, std::tuple{14, 256, 2}}) {
+      std::vector<Opt> opts = output_transform_opts({1, 32, side, side}, channels, t);
+      int64_t along_w = 1;
+      for (const Opt& o : upcasts_of(opts))
+        if (o.range_id == 2) along_w = o.amount;
+      EXPECT_EQ(along_w, rows) << side << "x" << side << ": " << format_opts(opts);
+    }
+}
+
+// A store that scatters its lanes into planes a multiple of 4 KiB apart (a 48x64 map: 12 KiB)
+// writes lines that all fall in one L1 set: at most 8 lanes, where 32 channels evicted each line
+// before the next tile completed it (0.13 -> 0.024 ms). Planes 12544 bytes apart (56x56) spread
+// their lines over 16 sets and keep every lane; so do a 24x32 map's (3 KiB: 4 sets, 32 lanes).
+TEST(Heuristics, LanesScatteredIntoOneCacheSetAreAtMostEight) {
+  OptTarget avx512 = masked_avx512(), avx2{32, 16};
+  for (const OptTarget& t : {avx512, avx2})
+    for (auto [h, w, lanes] :
+         {std::tuple{48, 64, 8}, std::tuple{32, 32, 8}, std::tuple{56, 56, 2 * t.vector_bytes / 4},
+          std::tuple{24, 32, 2 * t.vector_bytes / 4}}) {
+      std::vector<Opt> opts = output_transform_opts({1, 32, h, w}, 32, t);
+      int64_t channel_lanes = 0;
+      for (const Opt& o : upcasts_of(opts))
+        if (o.range_id == 0) channel_lanes = o.amount;
+      EXPECT_EQ(channel_lanes, std::min<int64_t>(lanes, 32))
+          << h << "x" << w << " on " << t.vector_bytes << "-byte vectors: " << format_opts(opts);
+    }
+}
+
+// A depthwise layer's vector operand (its input) varies along every output axis, so the tile
+// takes a second row as independent accumulators; the rows' 3x3 windows overlap (input row
+// y + ky), so two rows of one vector share loads where eight vectors of one row need a load per
+// FMA. mobilenet_v2's 112-wide layer took 7 vectors and ran 0.218 ms, 2 rows of 16 lanes 0.115.
+TEST(Heuristics, OverlappingWindowRowsKeepTheirRowTileOnWideMaps) {
+  OptTarget avx512 = masked_avx512();
+  // r0: channels, r1: rows, r2: W (the lane axis).
+  EXPECT_EQ(upcasts_of(conv_kernel_opts({1, 32, 112, 112}, {32, 1, 3, 3}, 1, 16, avx512, 32)),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 2}, {OptKind::Upcast, 2, 16}}));
+}
+
+// More lane vectors beside fewer positions when the positions then pad less: a 14x14 1x1 layer
+// over 576 channels took 16 channels x 16 positions (196 padded to 208: 17 loads per 16 FMAs)
+// and now 64 channels x 4 positions (exact, 8 per 16); resnet50 61.6 -> 59.2 ms. Where the
+// tile is exact either way (a 128-row GEMM) the rows stay: wider lanes there were as often
+// slower as faster. A lane axis that is the outermost loop keeps tasks for 2 threads.
+TEST(Heuristics, WiderLanesReplaceAPaddedTile) {
+  OptTarget avx512 = masked_avx512();
+  EXPECT_EQ(upcasts_of(conv_kernel_opts({1, 96, 14, 14}, {576, 96, 1, 1}, 0, 16, avx512)),
+            (std::vector<Opt>{{OptKind::Upcast, 1, 4}, {OptKind::Upcast, 0, 64}}));
+  Graph g;
+  g.lowering().vector_bytes = 64;  // 16-lane panels
+  Plan p = matmul_plan(g, 128, 256, 256);
+  EXPECT_EQ(upcasts_of(default_opts(p.programs.at(0).ast, avx512)),
+            (std::vector<Opt>{{OptKind::Upcast, 0, 8}, {OptKind::Upcast, 1, 32}}));
+  // 192 channels in 64s would make 3 tasks: the padded tile stays.
+  std::vector<Opt> few =
+      upcasts_of(conv_kernel_opts({1, 48, 14, 14}, {192, 48, 1, 1}, 0, 16, avx512));
+  ASSERT_FALSE(few.empty());
+  EXPECT_LT(few.back().amount, 64) << format_opts(few);
+}
+
+// A 7x7 depthwise layer on AVX-512 has 8 lanes of 16 and no second row (7 rows), so its
+// unrolled window would be the only independent work, and LLVM's SLP vectorizer pairs those
+// copies into whole vectors with an insert each: its window stays a loop (efficientnet_b0's 5x5
+// layers at 7x7: 0.35 -> 0.23 ms). On AVX2 the 8 lanes are a whole vector: the window unrolls.
+TEST(Heuristics, AHalfVectorAloneKeepsItsWindowRolled) {
+  auto unrolls = [](const OptTarget& t) {
+    int n = 0;
+    for (const Opt& o : conv_kernel_opts({1, 64, 7, 7}, {64, 1, 5, 5}, 2, 8, t, 64))
+      n += o.kind == OptKind::Unroll;
+    return n;
+  };
+  OptTarget avx512{64, 32}, avx2{32, 16};
+  avx512.masked_vectors = avx2.masked_vectors = true;
+  EXPECT_EQ(unrolls(avx512), 0);
+  EXPECT_GT(unrolls(avx2), 0);
+}
+
+}  // namespace
+}  // namespace kiln
