@@ -11,7 +11,8 @@ compares with the x86-64 run of the same model (max |diff| <= 1e-4 * max |x86 ou
     runs on the chosen one;
   - the static sample (samples/static: --emit static-lib --embed-data, libkiln_rt_bare, a fixed
     memory pool) cross-compiled and run;
-  - resnet18 and mobilenet_v2 (seeded random weights, tests/models/export_models.py), and their
+  - resnet18, mobilenet_v2 and efficientnet_b0 (its SiLU: NEON's exp and sigmoid; seeded random
+    weights, tests/models/export_models.py), and their
     embedded self-tests (--embed-selftest, kiln-run --selftest) under qemu;
   - the integer dot-product kernels (QDQ convolutions, MatMulInteger/QLinearMatMul on int8
     weights: tests/frontend/quantized_ops.py's cases) for --cpu generic and cortex-a76 (dotprod),
@@ -167,7 +168,7 @@ def main():
     results.append(ok)
 
     # Real models.
-    for name in ("resnet18", "mobilenet_v2"):
+    for name in ("resnet18", "mobilenet_v2", "efficientnet_b0"):
         export_models.export(name, work)
         d = os.path.join(work, name)
         inp = f"input={os.path.join(d, 'input.npy')}"

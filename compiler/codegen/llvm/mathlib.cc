@@ -64,6 +64,12 @@ unsigned scalef_piece(llvm::IRBuilder<>& b, llvm::Type* t) {
   return 0;
 }
 
+// True where build_module turns divisions that allow a reciprocal into AVX-512's 14-bit
+// estimate and a Newton step: the modules of AVX-512F targets, which carry the scalef flag.
+bool divides_by_estimate(llvm::IRBuilder<>& b) {
+  return b.GetInsertBlock()->getModule()->getModuleFlag(kMathlibScalefFlag) != nullptr;
+}
+
 llvm::Value* scalef(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* kf) {
   unsigned piece = scalef_piece(b, p->getType());
   if (piece == 0) return nullptr;
@@ -181,13 +187,18 @@ llvm::Value* erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
 llvm::Value* sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   MathBuilder m(b, x->getType());
   llvm::Value* e = exp_f32_of(b, m.mul(m.fabs(x), m.f(-1.0)), true);
-  // One division, not two: 1/(1+e) for x >= 0, e/(1+e) = e * (1/(1+e)) below; a vector divide
-  // is the costliest instruction here (efficientnet_b0 13.94 -> 13.77 ms). The product adds
-  // half an ulp at most: 2.31 ulp measured, the test bound is 4.
-  // The division may be a reciprocal estimate refined by a Newton step, where the module allows
-  // it (build_module: AVX-512's 14-bit vrcp14ps, the step in two FMAs: 2.31 ulp either way, the
-  // bound is 4): a zmm division occupies an FMA port for ~10 cycles of a SiLU's ~20.
-  llvm::Value* r = m.div(m.f(1.0), m.add(m.f(1.0), e));
+  // 1/(1+e) for x >= 0, e/(1+e) below, picked by x's sign bit (which x86's blendv reads itself,
+  // where x >= 0 took a compare; a -0 takes e = 1 and the same 1/2).
+  llvm::Value* negative = b.CreateICmpSLT(m.to_int_bits(x), m.i(0));
+  llvm::Value* one_plus_e = m.add(m.f(1.0), e);
+  // Where the division is exact (AVX2, NEON), the numerator is picked first: one rounded
+  // division (2.30 ulp measured, the test bound is 4).
+  if (!divides_by_estimate(b)) return m.div(m.sel(negative, e, m.f(1.0)), one_plus_e);
+  // One division, not two: e/(1+e) = e * (1/(1+e)), and the division a reciprocal estimate
+  // refined by a Newton step (build_module: AVX-512's 14-bit vrcp14ps, the step in two FMAs:
+  // 2.31 ulp, as with the division): a zmm division occupies an FMA port for ~10 cycles of a
+  // SiLU's ~20.
+  llvm::Value* r = m.div(m.f(1.0), one_plus_e);
   // (1 + e lies in [1, 2] or is NaN: never infinite, which the estimate could not divide; the
   // step is two fused multiply-adds, four instructions without `contract`, which made the
   // SiLU kernels 12% slower than the division.)
@@ -196,7 +207,7 @@ llvm::Value* sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
     div->setHasNoInfs(true);
     div->setHasAllowContract(true);
   }
-  return m.sel(b.CreateFCmpOGE(x, m.f(0)), r, m.mul(e, r));
+  return m.sel(negative, m.mul(e, r), r);
 }
 
 llvm::Value* pow_f32(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) {
@@ -240,11 +251,10 @@ llvm::Value* body_f64(llvm::IRBuilder<>& b, Op op, llvm::Value* x, llvm::Value* 
 // exp(x); `nonpositive`: x <= 0 or NaN (a sigmoid's exp(-|x|)).
 llvm::Value* exp_f32_of(llvm::IRBuilder<>& b, llvm::Value* x, bool nonpositive) {
   MathBuilder m(b, x->getType());
-  // Below -104 exp underflows to zero. Where vscalefps scales, an argument clamped there needs
-  // no select afterwards: p * 2^-150 is zero, where ldexp's integer exponent would wrap. (The
-  // clamp keeps a NaN: one vmaxps with the NaN passed through.) 3 of a SiLU's ~25 instructions.
-  bool clamp = nonpositive && scalef_piece(b, x->getType()) != 0;
-  if (clamp) x = m.sel(b.CreateFCmpOLT(x, m.f(-104.0f)), m.f(-104.0f), x);
+  // Below -104 exp underflows to zero, and an argument clamped there scales to zero too
+  // (p * 2^-150), so a nonpositive x needs no select afterwards. (The clamp keeps a NaN: one
+  // vmaxps with the NaN passed through.) 3 of a SiLU's ~25 instructions.
+  if (nonpositive) x = m.sel(b.CreateFCmpOLT(x, m.f(-104.0f)), m.f(-104.0f), x);
   // k = round(x log2 e) by adding 1.5 * 2^23: the sum's low mantissa bits are k itself (two's
   // complement, |k| < 2^22), so k needs no conversion and no clamps (6 of a SiLU vector's ~45
   // instructions). Outside the range that matters k is garbage, and so is the scaled result:
@@ -255,12 +265,29 @@ llvm::Value* exp_f32_of(llvm::IRBuilder<>& b, llvm::Value* x, bool nonpositive) 
   llvm::Value* r = m.fma(b.CreateFNeg(kf), m.f(kLn2HiF), x);
   r = m.fma(b.CreateFNeg(kf), m.f(static_cast<float>(kLn2LoF)), r);
   static const std::vector<double> c = as_float(kExpReduced);
+  if (nonpositive && scalef_piece(b, x->getType()) == 0) {
+    // k lies in [-150, 0], so 2^(k + 64) is a normal float, built from t's bits in two integer
+    // instructions (t's bits are magic's plus k). The polynomial's coefficients carry the 2^-64
+    // (exactly: every partial sum stays far above the subnormals), so its product with
+    // 2^(k + 64) is p 2^k rounded once, into the subnormals where it must. ldexp's split exponent
+    // takes nine instructions for any k, and a scale by 2^-64 would be one more (AVX2's SiLU had
+    // ~40 instructions a vector).
+    static const std::vector<double> scaled = [] {
+      std::vector<double> v = as_float(kExpReduced);
+      for (double& e : v) e *= 0x1p-64;
+      return v;
+    }();
+    llvm::Value* biased = b.CreateSub(m.i(127 + 64), m.to_int_bits(magic));
+    llvm::Value* scale =
+        m.from_int_bits(b.CreateShl(b.CreateAdd(m.to_int_bits(t), biased), m.i(23)));
+    return m.mul(m.poly(r, scaled), scale);
+  }
   llvm::Value* p = m.poly(r, c);
   // (Where kf is garbage, so is the scaled result, which the selects below replace.)
   llvm::Value* res = scalef(b, p, kf);
   if (!res) res = m.ldexp(p, b.CreateSub(m.to_int_bits(t), m.to_int_bits(magic)));
-  if (clamp) return res;
-  if (!nonpositive) res = m.sel(b.CreateFCmpOGT(x, m.f(88.72283172607421875)), m.inf(), res);
+  if (nonpositive) return res;
+  res = m.sel(b.CreateFCmpOGT(x, m.f(88.72283172607421875)), m.inf(), res);
   return m.sel(b.CreateFCmpOLT(x, m.f(-103.97208404541015625)), m.f(0), res);
 }
 
