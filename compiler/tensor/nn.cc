@@ -76,6 +76,18 @@ Tensor stored_channels_last(const Tensor& x) {
   return x.permute(kChannelsLast).contiguous().permute({0, 3, 1, 2});
 }
 
+// x (N, C, H, W) padded by `pads` (H, W) and stored channels-last, viewed back as NCHW. The pad
+// is applied in the channels-last view, so the padded map is the buffer: a kernel computing x
+// stores it straight into the interior (rangeify's realize_padding), where a copy would
+// transpose it.
+Tensor padded_channels_last(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pads,
+                            double value) {
+  if (unpadded(pads)) return stored_channels_last(x);
+  return x.permute(kChannelsLast)
+      .pad({{0, 0}, pads[0], pads[1], {0, 0}}, value)
+      .permute({0, 3, 1, 2});
+}
+
 // Whether x is a max pool's result over a map materialized channels-last (max_pool reads a
 // convolution's output so: the map permuted (N, H, W, C) and stored): such a pool has the
 // channels as its lanes, and writes its result channels-last with whole-vector stores where
@@ -88,6 +100,41 @@ bool max_pool_over_channels_last(const Tensor& x) {
   }
   if (u->op != Op::CONTIGUOUS || u->src[0]->op != Op::PERMUTE) return false;
   return u->src[0]->varg() == kChannelsLast;
+}
+
+// Whether t is computed from exactly one reduction through elementwise ops, reshapes and
+// broadcasts (a convolution with its bias, batch norm and activation): a kernel of its own that
+// writes t in whatever layout t is materialized in, with no copy. A concatenation (pads), a
+// model input or two reductions are not.
+bool one_reduction(const Tensor& t) {
+  int reductions = 0;
+  std::vector<const UOp*> stack{t.uop()};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second) continue;
+    switch (u->op) {
+      case Op::REDUCE_AXIS:
+        ++reductions;
+        continue;
+      case Op::CONST:
+      case Op::VCONST:
+      case Op::BUFFER:
+      case Op::DEFINE_VAR:
+        continue;
+      case Op::PAD:
+      case Op::SHRINK:
+      case Op::FLIP:
+      case Op::WINDOW:
+      case Op::GATHER:
+      case Op::CONTIGUOUS:
+        return false;
+      default:
+        stack.insert(stack.end(), u->src.begin(), u->src.end());
+    }
+  }
+  return reductions == 1;
 }
 
 }  // namespace
@@ -125,6 +172,17 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
                  : x_in;
 
   Tensor xp = pad_spatial(x, pads, 0.0);
+  // A strided depthwise layer (mobilenet_v2's and efficientnet_b0's downsampling) over a
+  // convolution's output reads its padded map channels-last: the convolution, whose tile has the
+  // channels as its lanes, stores whole channel vectors into the padded map's interior
+  // (rangeify's realize_padding), and the depthwise layer's lanes are channels, where along W a
+  // stride-2 window took two shuffles per vector per tap (mobilenet_v2's 112x112 one 0.321 ->
+  // 0.155 ms, as AVX2 code on an AMD EPYC; the model 0.960 / 0.966 at 1 / 2 threads, 0.949 /
+  // 0.968 on AVX-512). Unstrided depthwise layers stay NCHW: channels-last, they ran faster at 1
+  // thread (efficientnet_b0 0.95) but slower at 2 (mobilenet_v2 on AVX-512 1.024).
+  bool depthwise = cg == 1 && co == c;
+  if (depthwise && strided && nsp == 2 && c % kWeightPanel == 0 && one_reduction(x_in))
+    xp = padded_channels_last(x, pads, 0.0);
   for (size_t j = 0; j < ns; ++j)
     if (dil[j] * (kernel[j] - 1) + 1 > xp.dim(static_cast<int64_t>(2 + j)))
       throw Error(str_cat("conv: kernel ", shape_str(kernel), " is larger than the padded input ",
@@ -218,41 +276,6 @@ PoolGeometry pool_geometry(const Tensor& x, const PoolParams& p, const char* op)
   return g;
 }
 
-// Whether t is computed from exactly one reduction through elementwise ops, reshapes and
-// broadcasts (a convolution with its bias, batch norm and activation): a kernel of its own that
-// writes t in whatever layout t is materialized in, with no copy. A concatenation (pads), a
-// model input or two reductions are not.
-bool one_reduction(const Tensor& t) {
-  int reductions = 0;
-  std::vector<const UOp*> stack{t.uop()};
-  std::unordered_set<const UOp*> seen;
-  while (!stack.empty()) {
-    const UOp* u = stack.back();
-    stack.pop_back();
-    if (!seen.insert(u).second) continue;
-    switch (u->op) {
-      case Op::REDUCE_AXIS:
-        ++reductions;
-        continue;
-      case Op::CONST:
-      case Op::VCONST:
-      case Op::BUFFER:
-      case Op::DEFINE_VAR:
-        continue;
-      case Op::PAD:
-      case Op::SHRINK:
-      case Op::FLIP:
-      case Op::WINDOW:
-      case Op::GATHER:
-      case Op::CONTIGUOUS:
-        return false;
-      default:
-        stack.insert(stack.end(), u->src.begin(), u->src.end());
-    }
-  }
-  return reductions == 1;
-}
-
 }  // namespace
 
 Tensor max_pool(const Tensor& x, const PoolParams& p) {
@@ -267,12 +290,15 @@ Tensor max_pool(const Tensor& x, const PoolParams& p) {
   // 0.16 -> 0.11 ms). The pooled map stays NCHW, as its consumer expects (written
   // channels-last, the pool took 0.065 ms, but a padded convolution's input copied back out of
   // it cost more than that).
-  // Not a padded pool: its padded copy (resnet's stem, padded by 1) was then materialized in
-  // NCHW from the channels-last map, a gather per element (1.7 ms where the pool took 0.2).
-  bool channels_last =
-      nsp == 2 && unpadded(g.pads) && x.dim(1) % kWeightPanel == 0 && one_reduction(x);
-  Tensor xin = channels_last ? stored_channels_last(x) : x;
-  Tensor w = pad_spatial(xin, g.pads, lowest).window(p.kernel, g.stride, g.dil);
+  // A padded pool (resnet's stem, padded by 1) pads in the channels-last view
+  // (padded_channels_last), so the stem stores into the padded map's interior: resnet18's stem
+  // 1.27 -> 1.13 ms, its border 0.022 -> 0.006, its pool 0.114 -> 0.098 on AVX-512. (Padded in
+  // NCHW after a channels-last copy, the padded map was a gather per element: 1.7 ms where the
+  // pool took 0.2.)
+  bool channels_last = nsp == 2 && x.dim(1) % kWeightPanel == 0 && one_reduction(x);
+  Tensor xp =
+      channels_last ? padded_channels_last(x, g.pads, lowest) : pad_spatial(x, g.pads, lowest);
+  Tensor w = xp.window(p.kernel, g.stride, g.dil);
   return w.max(axes_from(x.ndim(), nsp));
 }
 

@@ -60,7 +60,7 @@ Tensor relu_1x1(Graph& g, const Tensor& x, const std::string& name, int64_t co) 
 // x (16 channels, 112x112) -> 1x1 conv to 96 -> ReLU -> 3x3 depthwise, stride 2, padding 1 ->
 // 1x1 conv to 24; each kernel optimized by the heuristics, then (with `follow`) by
 // follow_producer_splits.
-Chain expansion_then_depthwise(const OptTarget& t, bool follow) {
+Chain expansion_then_depthwise(const OptTarget& t, bool follow, int64_t stride) {
   auto owner = std::make_unique<Graph>();
   Graph& g = *owner;
   g.lowering().winograd = false;
@@ -68,7 +68,8 @@ Chain expansion_then_depthwise(const OptTarget& t, bool follow) {
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 112, 112});
   NDArray wd(dtypes::float32, {96, 1, 3, 3}), w2(dtypes::float32, {24, 96, 1, 1});
   Tensor e = relu_1x1(g, x, "w1", 96);
-  Tensor d = conv(e, Tensor::weight(g, "wd", wd), nullptr, {{2, 2}, {{1, 1}, {1, 1}}, {1, 1}, 96});
+  Tensor d = conv(e, Tensor::weight(g, "wd", wd), nullptr,
+                  {{stride, stride}, {{1, 1}, {1, 1}}, {1, 1}, 96});
   g.add_output("y", conv(d, Tensor::weight(g, "w2", w2), nullptr, kOneByOne).uop());
   return optimized(std::move(owner), t, follow);
 }
@@ -153,11 +154,12 @@ std::vector<std::pair<int64_t, int64_t>> splits(const Chain& c) {
   return out;
 }
 
-// The padded map is 96 x 114 x 114 (rows 114 apart, channels 12996); the depthwise layer's
-// output is 96 x 56 x 56 (rows 56 apart, channels 3136).
+// The padded map is 96 x 114 x 114 (rows 114 apart, channels 12996); the (unstrided) depthwise
+// layer's output is 96 x 112 x 112 (rows 112 apart, channels 12544).
 TEST(SplitAffinity, ADepthwiseLayerAndItsBorderSplitTheRowsTheirProducerSplit) {
   OptTarget t = avx512();
-  Chain before = expansion_then_depthwise(t, false), after = expansion_then_depthwise(t, true);
+  Chain before = expansion_then_depthwise(t, false, 1),
+        after = expansion_then_depthwise(t, true, 1);
   std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
   ASSERT_EQ(b.size(), a.size());
   int padded = after.plan.launches.at(0).args.at(0);
@@ -176,9 +178,9 @@ TEST(SplitAffinity, ADepthwiseLayerAndItsBorderSplitTheRowsTheirProducerSplit) {
         EXPECT_GE(a[i].second, 8) << "launch " << i;
       }
     } else if (std::find(l.args.begin() + 1, l.args.end(), padded) != l.args.end()) {
-      ++depthwise;  // its channels before, the rows its stride-2 window reads after
-      EXPECT_EQ(b[i].first, 3136) << "launch " << i;
-      EXPECT_EQ(a[i].first, 56) << "launch " << i;
+      ++depthwise;  // its channels before, the rows its window reads after
+      EXPECT_EQ(b[i].first, 12544) << "launch " << i;
+      EXPECT_EQ(a[i].first, 112) << "launch " << i;
       EXPECT_GE(a[i].second, 8) << "launch " << i;
     } else {
       ++others;  // the last 1x1 layer combines all channels of a position: its split is its own
@@ -191,12 +193,41 @@ TEST(SplitAffinity, ADepthwiseLayerAndItsBorderSplitTheRowsTheirProducerSplit) {
   EXPECT_EQ(others, 1);
 }
 
+// A stride-2 depthwise layer reads its padded map channels-last (114 x 114 positions x 96
+// channels: rows 114 x 96 apart), which the expansion splits by rows and the column fill
+// follows; the depthwise layer, its lanes the channels, splits its own output rows (56 apart),
+// those its window reads, by its own heuristics, on either target.
+TEST(SplitAffinity, AStridedDepthwiseLayersChannelsLastMapIsSplitByRows) {
+  for (const OptTarget& t : {avx512(), avx2()}) {
+    Chain after = expansion_then_depthwise(t, true, 2);
+    std::vector<std::pair<int64_t, int64_t>> a = splits(after);
+    ASSERT_EQ(a.size(), 5u);  // the expansion, two fills, the depthwise layer, the 1x1 layer
+    int padded = after.plan.launches.at(0).args.at(0);
+    EXPECT_EQ(a[0].first, 114 * 96) << t.vector_bytes;
+    int split_fills = 0, depthwise = 0;
+    for (size_t i = 1; i < a.size(); ++i) {
+      const Launch& l = after.plan.launches[i];
+      if (l.args[0] == padded && a[i].second > 1) {
+        ++split_fills;
+        EXPECT_EQ(a[i].first, 114 * 96) << t.vector_bytes << " launch " << i;
+      } else if (std::find(l.args.begin() + 1, l.args.end(), padded) != l.args.end()) {
+        ++depthwise;
+        EXPECT_EQ(a[i].first, 56) << t.vector_bytes << " launch " << i;
+        EXPECT_GE(a[i].second, 8) << t.vector_bytes << " launch " << i;
+      }
+    }
+    EXPECT_EQ(split_fills, 1) << t.vector_bytes;
+    EXPECT_EQ(depthwise, 1) << t.vector_bytes;
+  }
+}
+
 // Where the producer splits channels (the same expansion on AVX2 takes its 96 channels in 12
 // tiles of 8), the depthwise layer already splits them too and keeps its opts; the border fills,
 // one task each before, split the channels like the expansion.
 TEST(SplitAffinity, AProducerSplittingChannelsIsFollowedAlongChannels) {
   OptTarget t = avx2();
-  Chain before = expansion_then_depthwise(t, false), after = expansion_then_depthwise(t, true);
+  Chain before = expansion_then_depthwise(t, false, 1),
+        after = expansion_then_depthwise(t, true, 1);
   std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
   ASSERT_EQ(a[0].first, 12996);
   int padded = after.plan.launches.at(0).args.at(0), fills = 0;
@@ -259,7 +290,8 @@ TEST(SplitAffinity, AMaxPoolTakesBandsOfTheRowsItsProducerSplit) {
   std::vector<std::pair<int64_t, int64_t>> b = splits(before), a = splits(after);
   ASSERT_GE(a.size(), 2u);
   size_t last = a.size() - 1;  // the pool, after the expansion and its padded map's borders
-  EXPECT_EQ(a[0].first, 114) << "the expansion splits the rows of its padded 114x114 output";
+  // The pool reads its padded map channels-last: rows of 114 positions x 96 channels.
+  EXPECT_EQ(a[0].first, 114 * 96) << "the expansion splits the rows of its padded 114x114 output";
   EXPECT_NE(b[last].first, 56) << "the pool split something else before";
   EXPECT_EQ(a[last].first, 56) << "the pool's output rows after";
   EXPECT_GE(a[last].second, 8);
@@ -324,7 +356,7 @@ TEST(SplitAffinity, ALayerLaunchedTwiceDecidesByItsFirstLaunchsReaders) {
 
 TEST(SplitAffinity, ForcedOrTunedKernelsKeepTheirSplit) {
   OptTarget t = avx512();
-  Chain c = expansion_then_depthwise(t, false);
+  Chain c = expansion_then_depthwise(t, false, 1);
   std::vector<OptimizedKernel> kept = c.kernels;
   follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), false), kept);
   for (size_t p = 0; p < kept.size(); ++p) EXPECT_EQ(kept[p].opts, c.kernels[p].opts) << p;
