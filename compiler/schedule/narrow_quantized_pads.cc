@@ -101,12 +101,18 @@ int narrow_quantized_pads(Graph& g) {
         n->src[1]->cval().as_double() != 0.0)
       continue;
     if (shape_numel(n->shape()) * 4 < kMinBytes) continue;  // float32 bytes
-    std::optional<Dequantize> d = dequantize_of(g, n->src[0]);
+    // A map padded channels-last (nn.cc's padded_channels_last) is the dequantized map permuted:
+    // its integers are permuted the same way.
+    const UOp* padded = n->src[0];
+    const UOp* permute = padded->op == Op::PERMUTE ? padded : nullptr;
+    std::optional<Dequantize> d = dequantize_of(g, permute ? permute->src[0] : padded);
     if (!d) continue;
     const std::vector<int64_t>& p = n->varg();
     std::vector<std::pair<int64_t, int64_t>> pads;
     for (size_t i = 0; i + 1 < p.size(); i += 2) pads.push_back({p[i], p[i + 1]});
-    Tensor q = Tensor(&g, d->v).cast(d->type).pad(pads, -d->z);
+    Tensor v = Tensor(&g, d->v).cast(d->type);
+    if (permute) v = v.permute(permute->varg());
+    Tensor q = v.pad(pads, -d->z);
     Tensor f = q.cast(dtypes::float32);
     if (d->z != 0) f = f.add(Tensor::full(g, f.shape(), d->z, dtypes::float32));
     f = f.mul(Tensor::full(g, f.shape(), d->s, dtypes::float32));

@@ -178,10 +178,14 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   // (rangeify's realize_padding), and the depthwise layer's lanes are channels, where along W a
   // stride-2 window took two shuffles per vector per tap (mobilenet_v2's 112x112 one 0.321 ->
   // 0.155 ms, as AVX2 code on an AMD EPYC; the model 0.960 / 0.966 at 1 / 2 threads, 0.949 /
-  // 0.968 on AVX-512). Unstrided depthwise layers stay NCHW: channels-last, they ran faster at 1
-  // thread (efficientnet_b0 0.95) but slower at 2 (mobilenet_v2 on AVX-512 1.024).
+  // 0.968 on AVX-512). Unstrided depthwise layers do so in a package for one thread
+  // (mobilenet_v2 0.955 and efficientnet_b0 0.967 on AVX-512, 1.000 and 0.980 as AVX2 code);
+  // at 2 threads they stay NCHW, whose rows follow the expansion's split into the projection
+  // (channels-last: 1.007 / 1.039 and 1.004 / 0.982, against copies within 2.5%).
   bool depthwise = cg == 1 && co == c;
-  if (depthwise && strided && nsp == 2 && c % kWeightPanel == 0 && one_reduction(x_in))
+  bool single_thread = x.graph()->lowering().threads == 1;
+  if (depthwise && (strided || single_thread) && nsp == 2 && c % kWeightPanel == 0 &&
+      one_reduction(x_in))
     xp = padded_channels_last(x, pads, 0.0);
   for (size_t j = 0; j < ns; ++j)
     if (dil[j] * (kernel[j] - 1) + 1 > xp.dim(static_cast<int64_t>(2 + j)))

@@ -65,6 +65,7 @@ Chain expansion_then_depthwise(const OptTarget& t, bool follow, int64_t stride) 
   Graph& g = *owner;
   g.lowering().winograd = false;
   g.lowering().vector_bytes = t.vector_bytes;
+  g.lowering().threads = 2;  // (a package for one thread reads even an unstrided one channels-last)
   Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 16, 112, 112});
   NDArray wd(dtypes::float32, {96, 1, 3, 3}), w2(dtypes::float32, {24, 96, 1, 1});
   Tensor e = relu_1x1(g, x, "w1", 96);

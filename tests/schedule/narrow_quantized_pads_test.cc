@@ -47,10 +47,11 @@ TEST(NarrowQuantizedPads, ALargePaddedMapIsStoredInEightBitsWithTheSameValues) {
   NDArray want = EagerEvaluator(g, inputs).eval(g.outputs()[0].node);
   Plan p = plan_graph(g, {});  // const_fold narrows
   // The padded map is one uint8 buffer; the depthwise layer dequantizes what it loads (the
-  // fusion policy inlines the dequantize), so no float32 copy of the map is stored.
+  // fusion policy inlines the dequantize), so no float32 copy of the map is stored. (Channels
+  // last: the graph's package is for one thread, nn.cc's padded_channels_last.)
   int narrow = 0, wide = 0;
   for (const PlanBuffer& b : p.buffers) {
-    narrow += b.dtype == dtypes::uint8 && b.shape == Shape{1, 64, 130, 130};
+    narrow += b.dtype == dtypes::uint8 && b.shape == Shape{1, 130, 130, 64};
     wide += b.dtype == dtypes::float32 && shape_numel(b.shape) >= 64 * 128 * 128;
   }
   EXPECT_EQ(narrow, 1);
@@ -72,10 +73,13 @@ TEST(NarrowQuantizedPads, SmallMapsAndZeroPointsOffTheIntegersStayFloat) {
     fold_constants(g);
     EXPECT_EQ(narrow_quantized_pads(g), 0);
   }
-  Graph g;
-  build(g, 128, 7);
-  fold_constants(g);
-  EXPECT_EQ(narrow_quantized_pads(g), 1);
+  for (int64_t threads : {1, 2}) {  // the map padded channels-last, and in NCHW
+    Graph g;
+    g.lowering().threads = threads;
+    build(g, 128, 7);
+    fold_constants(g);
+    EXPECT_EQ(narrow_quantized_pads(g), 1) << threads;
+  }
 }
 
 }  // namespace
