@@ -137,6 +137,16 @@ bool one_reduction(const Tensor& t) {
   return reductions == 1;
 }
 
+// x padded by `pads` for a window (pad_spatial), or, where `channels_last` asks for it and the
+// map is a 2-D one that a kernel of its own computes with its channels as whole vectors
+// (one_reduction), padded channels-last (padded_channels_last).
+Tensor padded_for_window(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pads,
+                         double value, bool channels_last) {
+  if (channels_last && x.ndim() == 4 && x.dim(1) % kWeightPanel == 0 && one_reduction(x))
+    return padded_channels_last(x, pads, value);
+  return pad_spatial(x, pads, value);
+}
+
 }  // namespace
 
 Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvParams& p) {
@@ -171,7 +181,6 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
                  ? stored_channels_last(x_in)
                  : x_in;
 
-  Tensor xp = pad_spatial(x, pads, 0.0);
   // A strided depthwise layer (mobilenet_v2's and efficientnet_b0's downsampling) over a
   // convolution's output reads its padded map channels-last: the convolution, whose tile has the
   // channels as its lanes, stores whole channel vectors into the padded map's interior
@@ -184,9 +193,7 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   // (channels-last: 1.007 / 1.039 and 1.004 / 0.982, against copies within 2.5%).
   bool depthwise = cg == 1 && co == c;
   bool single_thread = x.graph()->lowering().threads == 1;
-  if (depthwise && (strided || single_thread) && nsp == 2 && c % kWeightPanel == 0 &&
-      one_reduction(x_in))
-    xp = padded_channels_last(x, pads, 0.0);
+  Tensor xp = padded_for_window(x, pads, 0.0, depthwise && (strided || single_thread));
   for (size_t j = 0; j < ns; ++j)
     if (dil[j] * (kernel[j] - 1) + 1 > xp.dim(static_cast<int64_t>(2 + j)))
       throw Error(str_cat("conv: kernel ", shape_str(kernel), " is larger than the padded input ",
@@ -299,10 +306,7 @@ Tensor max_pool(const Tensor& x, const PoolParams& p) {
   // 1.27 -> 1.13 ms, its border 0.022 -> 0.006, its pool 0.114 -> 0.098 on AVX-512. (Padded in
   // NCHW after a channels-last copy, the padded map was a gather per element: 1.7 ms where the
   // pool took 0.2.)
-  bool channels_last = nsp == 2 && x.dim(1) % kWeightPanel == 0 && one_reduction(x);
-  Tensor xp =
-      channels_last ? padded_channels_last(x, g.pads, lowest) : pad_spatial(x, g.pads, lowest);
-  Tensor w = xp.window(p.kernel, g.stride, g.dil);
+  Tensor w = padded_for_window(x, g.pads, lowest, true).window(p.kernel, g.stride, g.dil);
   return w.max(axes_from(x.ndim(), nsp));
 }
 

@@ -273,7 +273,7 @@ llvm::Value* exp_f32_of(llvm::IRBuilder<>& b, llvm::Value* x, bool nonpositive) 
     // takes nine instructions for any k, and a scale by 2^-64 would be one more (AVX2's SiLU had
     // ~40 instructions a vector).
     static const std::vector<double> scaled = [] {
-      std::vector<double> v = as_float(kExpReduced);
+      std::vector<double> v = c;
       for (double& e : v) e *= 0x1p-64;
       return v;
     }();
