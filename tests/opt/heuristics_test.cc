@@ -346,9 +346,10 @@ TEST(Heuristics, AnOddMapTakesAnExactOddTile) {
 // independent FMA chains, where 8 just cover two pipes times a 4-cycle latency. 196 positions
 // (a 14x14 map) as 33 x 6 (198) rather than 49 x 4; 48 as 8 x 6; a transformer's 128 rows as
 // 22 x 6 (132) rather than 26 x 5 (130: 10 chains ran 9% fewer FMAs per cycle than 12); 49
-// keeps 5 (6 would compute 54). A padded count needs a reduction of 96 or more (over 64 channels 196 rows keep an exact
-// 4), an exact one 32 (over 16, 48 rows keep 4); AVX-512's tiles are unchanged, and a stem whose
-// stride-2 windows overlap keeps its power of two (StemWindowsKeepTheirTileOnAvx2).
+// keeps 5 (6 would compute 54). A padded count needs a reduction of 96 or more (over 64 channels
+// 196 rows keep an exact 4), an exact one 32 (over 16, 48 rows keep 4); AVX-512's tiles are
+// unchanged, and a stem whose stride-2 windows overlap keeps its power of two
+// (StemWindowsKeepTheirTileOnAvx2).
 TEST(Heuristics, AnAvx2TileTakesThePositionsItsRegistersHold) {
   OptTarget avx512{64, 32}, avx2{32, 16};
   EXPECT_EQ(upcasts_of_weight_matmul(196, avx2),
