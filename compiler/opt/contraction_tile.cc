@@ -445,13 +445,14 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   // 56x56 ones 8-10%. A 128-row GEMM's rows as 22 groups of 6 (132, 3% padded) rather than 26 of
   // 5 (130): the transformer's 128 x 1024 x 256 GEMM 1.41 -> 1.31 ms over its two launches,
   // the model 0.96x at 1 and 2 threads (12 chains ran 9% more FMAs per cycle than 10); resnet50's
-  // 1x1 layers to 128 channels at 28x28 unchanged. Decided once the lane axis is chosen (weighing each axis's plan at 6
-  // positions moved some layers' lanes to 32 output channels in 2 tasks). Not over a reduction
-  // shorter than 32, nor a padded count over one shorter than 96, where the tile's epilogue
-  // and its guarded stores outweigh the FMAs: squeezenet1_1's 16 -> 64 and 32 -> 128 expansions
-  // at 55x55 and 27x27 ran 25-30% slower as 5 channels (65, 130) x 16 positions, its 64 -> 256
-  // ones 6% slower as 6 (258). Nor where the positions' windows overlap: resnet18's 7x7 stem
-  // at stride 2 ran 4% of the model slower as 6 positions (114 of a 112-wide row).
+  // 1x1 layers to 128 channels at 28x28 unchanged. Decided once the lane axis is chosen (weighing
+  // each axis's plan at 6 positions moved some layers' lanes to 32 output channels in 2 tasks). Not
+  // over a reduction shorter than 32, nor a padded count over one shorter than 96, where the tile's
+  // epilogue and its guarded stores outweigh the FMAs: squeezenet1_1's 16 -> 64 and 32 -> 128
+  // expansions at 55x55 and 27x27 ran 25-30% slower as 5 channels (65, 130) x 16 positions,
+  // its 64 -> 256 ones 6% slower as 6 (258). Nor where the positions' windows overlap:
+  // resnet18's 7x7 stem at stride 2 ran 4% of the model slower as 6 positions (114 of a
+  // 112-wide row).
   if (t.accumulators == 0 && accumulators <= 8 && tile.size() == 1 && lanes >= 2 * width &&
       lanes % width == 0 && fmas_per_output >= 32) {
     const UOp* r = nullptr;
