@@ -95,6 +95,9 @@ struct LoweringOptions {
   // Stride-1 3x3 convolutions with enough channels and tiles as Winograd F(4x4, 3x3): fewer
   // multiplies, weights 4x larger in the package (compiler/tensor/winograd.h).
   bool winograd = true;
+  // Small unstrided 3x3 depthwise layers (at most 14x14) as the sum of their taps over a dense
+  // channels-last map, with no padded copy (compiler/tensor/depthwise_taps.h).
+  bool depthwise_taps = true;
   // The target's vector register in bytes (TargetInfo::vector_bytes; 32 is AVX2's; the driver
   // sets it before importing). Weight panels are its float32 lanes wide, at least 8
   // (weight_panel_for: 8 on AVX2 and NEON, 16 on AVX-512), so that one vector load reads one

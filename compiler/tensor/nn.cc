@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "compiler/support/error.h"
+#include "compiler/tensor/channels_last.h"
+#include "compiler/tensor/depthwise_taps.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/weight_layout.h"
 #include "compiler/tensor/winograd.h"
@@ -68,14 +70,6 @@ bool unpadded(const std::vector<std::pair<int64_t, int64_t>>& pads) {
                      [](const auto& pad) { return pad.first == 0 && pad.second == 0; });
 }
 
-// The channels-last order of a 2-D map (N, H, W, C).
-const std::vector<int64_t> kChannelsLast = {0, 2, 3, 1};
-
-// x (N, C, H, W) stored channels-last, viewed back as NCHW.
-Tensor stored_channels_last(const Tensor& x) {
-  return x.permute(kChannelsLast).contiguous().permute({0, 3, 1, 2});
-}
-
 // x (N, C, H, W) padded by `pads` (H, W) and stored channels-last, viewed back as NCHW. The pad
 // is applied in the channels-last view, so the padded map is the buffer: a kernel computing x
 // stores it straight into the interior (rangeify's realize_padding), where a copy would
@@ -83,9 +77,9 @@ Tensor stored_channels_last(const Tensor& x) {
 Tensor padded_channels_last(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pads,
                             double value) {
   if (unpadded(pads)) return stored_channels_last(x);
-  return x.permute(kChannelsLast)
+  return x.permute(kToChannelsLast)
       .pad({{0, 0}, pads[0], pads[1], {0, 0}}, value)
-      .permute({0, 3, 1, 2});
+      .permute(kFromChannelsLast);
 }
 
 // Whether x is a max pool's result over a map materialized channels-last (max_pool reads a
@@ -98,8 +92,7 @@ bool max_pool_over_channels_last(const Tensor& x) {
   if (u->op != Op::REDUCE_AXIS || u->reduce_arg().op != Op::MAX) return false;
   for (u = u->src[0]; ops::movement().has(u->op); u = u->src[0]) {
   }
-  if (u->op != Op::CONTIGUOUS || u->src[0]->op != Op::PERMUTE) return false;
-  return u->src[0]->varg() == kChannelsLast;
+  return is_stored_channels_last(u);
 }
 
 // Whether t is computed from exactly one reduction through elementwise ops, reshapes and
@@ -174,10 +167,13 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   // along its channels are contiguous (0.066 -> 0.043 ms).
   // Only an unstrided 1x1 layer: a padded convolution's input would be copied back to NCHW, a
   // strided one reads a dense copy of its positions (below), and a graph output needs NCHW; a
-  // pool that also feeds those is stored in both layouts (docs/performance.md).
+  // pool that also feeds those is stored in both layouts (docs/performance.md). Likewise a 1x1
+  // layer over a small depthwise layer's taps (depthwise_taps.h; mobilenet_v2's projections),
+  // whose map and activation are computed channels-last.
   bool one_by_one = g == 1 && all_ones(kernel) && unpadded(pads);
   bool strided = std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; });
-  Tensor x = one_by_one && all_ones(stride) && nsp == 2 && max_pool_over_channels_last(x_in)
+  Tensor x = one_by_one && all_ones(stride) && nsp == 2 &&
+                     (max_pool_over_channels_last(x_in) || reads_channels_last_map(x_in))
                  ? stored_channels_last(x_in)
                  : x_in;
 
@@ -187,11 +183,15 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   // (rangeify's realize_padding), and the depthwise layer's lanes are channels, where along W a
   // stride-2 window took two shuffles per vector per tap (mobilenet_v2's 112x112 one 0.321 ->
   // 0.155 ms, as AVX2 code on an AMD EPYC; the model 0.960 / 0.966 at 1 / 2 threads, 0.949 /
-  // 0.968 on AVX-512). Unstrided depthwise layers do so in a package for one thread
+  // 0.968 on AVX-512). A small unstrided 3x3 one (at most 14x14) sums its taps over a dense
+  // channels-last map instead (depthwise_taps.h). Larger unstrided ones read the padded map
+  // channels-last in a package for one thread
   // (mobilenet_v2 0.955 and efficientnet_b0 0.967 on AVX-512, 1.000 and 0.980 as AVX2 code);
   // at 2 threads they stay NCHW, whose rows follow the expansion's split into the projection
   // (channels-last: 1.007 / 1.039 and 1.004 / 0.982, against copies within 2.5%).
   bool depthwise = cg == 1 && co == c;
+  if (depthwise && one_reduction(x) && depthwise_taps_pay(x, w, stride, dil))
+    return depthwise_by_taps(x, w, bias, pads);
   bool single_thread = x.graph()->lowering().threads == 1;
   Tensor xp = padded_for_window(x, pads, 0.0, depthwise && (strided || single_thread));
   for (size_t j = 0; j < ns; ++j)

@@ -249,6 +249,68 @@ TEST(OnnxImporter, GlobalAveragePoolOfASharedMapSumsRowsFirst) {
   }
 }
 
+// A float initializer of `dims` holding 0.01 * ((i % 7) - 3).
+void float_init(ModelBuilder& b, const std::string& name, const std::vector<int64_t>& dims) {
+  auto* t = b.g().add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) t->add_float_data(0.01f * static_cast<float>(i % 7 - 3));
+}
+
+onnx::AttributeProto ints_attribute(const std::string& name, std::vector<int64_t> v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a.add_ints(x);
+  return a;
+}
+
+// Over a map computed channels-last (a small depthwise layer summing its taps,
+// compiler/tensor/depthwise_taps.h) a shared GlobalAveragePool is one mean over H and W, whose
+// lanes are the contiguous channels, not the rows-first sums of an NCHW map; the values are the
+// same as with the padded-map lowering (kilnc --no-depthwise-taps).
+TEST(OnnxImporter, GlobalAveragePoolOfAChannelsLastMapIsOneMean) {
+  ModelBuilder b;
+  b.input("x", {1, 4, 14, 14});
+  float_init(b, "we", {16, 4, 1, 1});
+  float_init(b, "wd", {16, 1, 3, 3});
+  b.node("Conv", {"x", "we"}, {"e"});
+  b.node("Relu", {"e"}, {"r"});
+  auto& dw = b.node("Conv", {"r", "wd"}, {"d"});
+  dw.add_attribute()->CopyFrom(ints_attribute("pads", {1, 1, 1, 1}));
+  onnx::AttributeProto group;
+  group.set_name("group");
+  group.set_type(onnx::AttributeProto::INT);
+  group.set_i(16);
+  dw.add_attribute()->CopyFrom(group);
+  b.node("GlobalAveragePool", {"d"}, {"p"});
+  b.node("Mul", {"d", "p"}, {"y"});
+  b.output("y", {-1, -1, -1, -1});
+  NDArray x(dtypes::float32, {1, 4, 14, 14});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.set(i, ConstValue::of_float(static_cast<double>(i % 23) - 9.0));
+  std::vector<NDArray> outputs;
+  for (bool taps : {true, false}) {
+    Graph g;
+    g.lowering().depthwise_taps = taps;
+    import_onnx_model(b.m, ".", g, {});
+    std::vector<size_t> axes;  // the pool's reductions: 4-D, H reduced
+    for (const UOp* u : g.outputs()[0].node->toposort())
+      if (u->op == Op::REDUCE_AXIS && u->shape().size() == 4 && u->shape()[2] == 1)
+        axes.push_back(u->reduce_arg().axes.size());
+    std::vector<size_t> want = taps ? std::vector<size_t>{2} : std::vector<size_t>{1, 1};
+    EXPECT_EQ(axes, want) << (taps ? "taps" : "padded map");
+    outputs.push_back(EagerEvaluator(g, {{"x", x}}).eval(g.outputs()[0].node));
+  }
+  for (int64_t i = 0; i < outputs[0].numel(); ++i)
+    ASSERT_NEAR(outputs[0].get(i).f, outputs[1].get(i).f, 1e-5) << "element " << i;
+}
+
 // Dropout's training_mode is a bool: a constant false is inference (the input passes through),
 // a constant true is refused as random dropout (as a vision transformer's export has it).
 TEST(OnnxImporter, DropoutTakesABoolTrainingMode) {

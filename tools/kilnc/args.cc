@@ -53,6 +53,8 @@ std::string usage() {
          "  --explain-fusion         log every fusion decision\n"
          "  --no-winograd            direct 3x3 convolutions only (Winograd's transformed weights\n"
          "                           are 4x larger: a smaller package, slower 3x3 layers)\n"
+         "  --no-depthwise-taps      small depthwise layers over a padded map too, as larger\n"
+         "                           ones (not as the sum of their taps over a dense map)\n"
          "  --threads N              the threads its sessions will run (default 1): Winograd\n"
          "                           layers must pay for transforms that do not divide among\n"
          "                           threads; the package runs at any thread count\n"
@@ -234,6 +236,8 @@ Args parse_args(int argc, char** argv) {
       c.embed_package = true;
     else if (s == "--no-winograd")
       c.model.lowering.winograd = false;
+    else if (s == "--no-depthwise-taps")
+      c.model.lowering.depthwise_taps = false;
     else if (s == "--time-passes")
       a.time_passes = true;
     else if (s == "--quiet")

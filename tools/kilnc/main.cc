@@ -44,6 +44,7 @@ std::vector<std::string> provenance_flags(const Args& a,
   f.insert(f.end(), a.frozen_flags.begin(), a.frozen_flags.end());
   if (a.compile.emit == kiln::Emit::StaticLibrary) f.push_back("--emit=static-lib");
   if (!a.compile.model.lowering.winograd) f.push_back("--no-winograd");
+  if (!a.compile.model.lowering.depthwise_taps) f.push_back("--no-depthwise-taps");
   if (a.compile.model.lowering.threads != 1)
     f.push_back("--threads=" + std::to_string(a.compile.model.lowering.threads));
   return f;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "compiler/frontend/onnx/onnx_context.h"
+#include "compiler/tensor/depthwise_taps.h"
 #include "compiler/tensor/indexing.h"
 #include "compiler/tensor/linalg.h"
 #include "compiler/tensor/nn.h"
@@ -305,8 +306,10 @@ void register_nn_ops(OpRegistry& r) {
     // kernel, W as its vector lanes, contiguous), then over W (C x W values), it is read once in
     // whole vectors (efficientnet_b0's 17 pools 0.37 -> 0.13 ms as AVX-512 code, 0.40 -> 0.16 as
     // AVX2). A map only the pool reads keeps one reduction, which its producer can compute
-    // channels-last (mobilenet_v2's last layer).
-    if (x.ndim() == 4 && x.dim(2) * x.dim(3) >= 49 && x.dim(3) >= 7 && n.readers(0) > 1)
+    // channels-last (mobilenet_v2's last layer), as does a map computed channels-last
+    // (depthwise_taps.h), whose channels are contiguous.
+    if (x.ndim() == 4 && x.dim(2) * x.dim(3) >= 49 && x.dim(3) >= 7 && n.readers(0) > 1 &&
+        !reads_channels_last_map(x))
       return V{x.sum({2}, true).sum({3}, true).div(static_cast<double>(x.dim(2) * x.dim(3)))};
     return V{x.mean(axes, true)};
   };
