@@ -24,10 +24,7 @@ struct Case {
 
 NDArray random_weight(const Shape& s, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-0.5, 0.5);
-  NDArray a(dtypes::float32, s);
-  for (int64_t i = 0; i < a.numel(); ++i) a.set(i, ConstValue::of_float(u(rng)));
-  return a;
+  return testing::random_array(dtypes::float32, s, rng);
 }
 
 ConvParams params(std::vector<std::pair<int64_t, int64_t>> pads, int64_t groups) {
