@@ -37,12 +37,9 @@ bool depthwise_taps_pay(const Tensor& x, const Tensor& w, const std::vector<int6
 Tensor depthwise_by_taps(const Tensor& x, const Tensor& w, const Tensor* bias,
                          const std::vector<std::pair<int64_t, int64_t>>& pads) {
   int64_t n = x.dim(0), c = x.dim(1), kh = w.dim(2), kw = w.dim(3);
-  // The map stored channels-last and padded in that view: the pad is a view, its border read
-  // through gated loads.
-  Tensor padded = x.permute(kToChannelsLast)
-                      .contiguous()
-                      .pad({{0, 0}, pads[0], pads[1], {0, 0}})
-                      .permute(kFromChannelsLast);
+  // The map stored channels-last, then padded: the pad is a view, its border read through
+  // gated loads.
+  Tensor padded = stored_channels_last(x).pad({{0, 0}, {0, 0}, pads[0], pads[1]});
   Tensor windows = padded.window({kh, kw}, {1, 1}, {1, 1});  // (N, C, oh, ow, kh, kw)
   int64_t oh = windows.dim(2), ow = windows.dim(3);
   // Each tap's weights as one contiguous channel vector: (kh * kw, C).

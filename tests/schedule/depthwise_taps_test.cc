@@ -46,11 +46,7 @@ void build_block(Graph& g, const Case& c, bool taps) {
   g.add_output("y", conv(d, wp, nullptr, params({}, 1)).uop());
 }
 
-int buffer_shaped(const Plan& p, const Shape& s) {
-  for (const PlanBuffer& b : p.buffers)
-    if (b.shape == s) return b.id;
-  return -1;
-}
+using testing::buffer_shaped;
 
 // Maps of 14x14 and 7x7, odd and asymmetric padding, no padding, a batch of 2: the taps equal
 // the padded map's reduction within 1e-5 of the largest output, eagerly and in the planned

@@ -386,11 +386,7 @@ std::vector<const Launch*> writers_of(const Plan& p, int b) {
   return w;
 }
 
-int buffer_shaped(const Plan& p, const Shape& s) {
-  for (const PlanBuffer& b : p.buffers)
-    if (b.shape == s) return b.id;
-  return -1;
-}
+using testing::buffer_shaped;
 
 // A convolution's output padded for the next window (a max pool's -inf border, a depthwise
 // convolution's zeros) is stored by the convolution's kernel straight into the padded map's

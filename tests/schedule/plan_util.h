@@ -71,6 +71,13 @@ inline ::testing::AssertionResult arrays_close(const NDArray& expected, const ND
 
 // Plans the graph, checks its memory plan and its values (the reference interpreter against the
 // eager evaluation, on random inputs from `seed`), and returns the plan.
+// The id of the plan's first buffer of shape s, or -1.
+inline int buffer_shaped(const Plan& p, const Shape& s) {
+  for (const PlanBuffer& b : p.buffers)
+    if (b.shape == s) return b.id;
+  return -1;
+}
+
 inline Plan plan_and_check(Graph& g, uint64_t seed = 7) {
   auto inputs = random_inputs(g, seed);
   std::map<std::string, NDArray> expected;
