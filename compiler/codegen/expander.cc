@@ -36,12 +36,40 @@ class Expander {
     std::vector<const UOp*> stores;
     for (const UOp* st : sink->src) {
       KILN_CHECK(st->op == Op::STORE, "kernel root source is not a STORE");
-      for (const UOp* s : expand_store(st)) stores.push_back(s);
+      for (const UOp* copy : output_copies(st))
+        for (const UOp* s : expand_store(copy)) stores.push_back(s);
     }
     return ctx_->make(Op::SINK, dtypes::void_, stores);
   }
 
  private:
+  // One copy of store `st` per assignment of the output loops unrolled whole (UNROLL of an
+  // output loop, opts.h): each copy has the loops' values as constants, so the gates that chose
+  // between expressions by them fold, and each copy computes its own expression only (the
+  // Winograd input transform's points). The copies share the loads of equal values.
+  std::vector<const UOp*> output_copies(const UOp* st) {
+    std::vector<const UOp*> unrolled;
+    for (const UOp* r : st->src[0]->ranges())
+      if (r->range().kind == AxisKind::Unroll) unrolled.push_back(r);
+    if (unrolled.empty()) return {st};
+    std::sort(unrolled.begin(), unrolled.end(),
+              [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
+    int64_t count = 1;
+    for (const UOp* r : unrolled) count *= r->src[0]->cval().i;
+    std::vector<const UOp*> out;
+    for (int64_t c = 0; c < count; ++c) {
+      std::unordered_map<const UOp*, const UOp*> map;
+      int64_t rest = c;
+      for (size_t i = unrolled.size(); i-- > 0;) {
+        int64_t n = unrolled[i]->src[0]->cval().i;
+        map[unrolled[i]] = ctx_->const_index(rest % n);
+        rest /= n;
+      }
+      out.push_back(simplify(substitute(st, map)));
+    }
+    return out;
+  }
+
   // ---------------------------------------------------------------- lanes
 
   Mask mask_of(const UOp* n) {

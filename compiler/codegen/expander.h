@@ -7,7 +7,8 @@
 //    upcast ranges replaced by constants. Lanes whose indices differ from lane 0 by constants and
 //    share one gate become contiguous vector loads/stores (one per run of consecutive offsets),
 //    reassembled by a shuffle; other lanes become scalar accesses gathered by VECTORIZE.
-//  - Unroll ranges are replaced by constants in copies of the reduction body.
+//  - Unroll ranges are replaced by constants in copies of the reduction body; an unrolled output
+//    loop (in the store's index), in copies of the store, one per iteration.
 //  - Every REDUCE becomes REDUCE(body, ACC, loop ranges...): `body` computes the next value of the
 //    accumulator ACC (for unrolled copies v0..vk: op(...op(op(ACC, v0), v1)..., vk)), so
 //    multiply-adds chain into the accumulator.

@@ -156,6 +156,41 @@ const UOp* streaming_order(const UOp* ast, const KernelRanges& kr, const std::ve
   return best == outer ? nullptr : best;
 }
 
+// An output loop the stored value reads only through comparisons with constants: each of its
+// iterations stores a different expression, chosen by gates on it (the Winograd input
+// transform's points, each a sum of its own taps, stacked along one axis). Unrolled whole, the
+// gates fold in each copy of the store and each copy computes its own expression, the copies
+// sharing their loads; as a loop or as vector lanes, every iteration evaluated every
+// expression under its gates (the transform ran 30-100x slower). nullptr if there is none.
+const UOp* selector_loop(const UOp* ast, const KernelRanges& kr) {
+  const UOp* st = store_of(ast);
+  if (!st || st->op != Op::STORE || !kr.reduces.empty()) return nullptr;
+  std::vector<const UOp*> value = st->src[1]->toposort();
+  for (const UOp* r : kr.loops) {
+    if (is_symbolic(r) || size_of(r) < 2 || size_of(r) > kMaxUnrolledOutputs) continue;
+    bool compared = false, other = false;
+    for (const UOp* u : value)
+      for (const UOp* s : u->src) {
+        if (s != r) continue;
+        bool cmp = (u->op == Op::CMPLT || u->op == Op::CMPNE || u->op == Op::CMPEQ) &&
+                   (u->src[0]->op == Op::CONST || u->src[1]->op == Op::CONST);
+        compared |= cmp;
+        other |= !cmp;
+      }
+    if (compared && !other) return r;
+  }
+  return nullptr;
+}
+
+// Arithmetic operations in a kernel's stored value (each copy of a selector loop computes only
+// its share of them).
+int64_t value_ops(const UOp* ast) {
+  int64_t n = 0;
+  for (const UOp* u : store_of(ast)->src[1]->toposort())
+    if (ops::alu().has(u->op) && !u->dtype.is_bool() && u->dtype.base() != dtypes::index) ++n;
+  return n;
+}
+
 }  // namespace
 
 std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t, const UOp* split_along) {
@@ -194,6 +229,16 @@ std::vector<Opt> default_opts(const UOp* ast, const OptTarget& t, const UOp* spl
   for (const UOp* r : kr.reduces) work *= size_of(r);
 
   const UOp* first = nullptr;  // the loop run outermost, when not the first
+  // A selector loop is unrolled into one store per iteration, before the lanes are chosen
+  // among the other loops. Its copies' work is their arithmetic, not their stored values: a
+  // Winograd transform point sums 7 taps on average, so squeezenet1_1's 27x27 transforms (64512
+  // values, below the task threshold) run in tasks too.
+  if (const UOp* sel = selector_loop(ast, kr)) {
+    opts.push_back({OptKind::Unroll, sel->range().id, size_of(sel)});
+    std::erase(kr.loops, sel);
+    std::erase(all_loops, sel);
+    work = work / size_of(sel) * std::max(size_of(sel), value_ops(ast));
+  }
   if (contraction && t.register_tiles) {
     contraction_tile(ast, kr, width, item, t, opts);
     if (t.stream_order && (first = streaming_order(ast, kr, opts, t)))

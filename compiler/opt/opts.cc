@@ -119,8 +119,20 @@ class Applier {
           bad(str_cat("needs an output loop, r", o.range_id, " is ", axis_kind_name(k)));
         break;
       case OptKind::Unroll:
+        // An output loop is unrolled whole, into one copy of the store per iteration (the
+        // expander's selector copies), in a kernel without reductions (whose copies would share
+        // their loops).
+        if (k == AxisKind::Loop) {
+          if (o.amount != n) bad(str_cat("an output loop is unrolled whole (", n, ")"));
+          if (n > kMaxUnrolledOutputs)
+            bad(str_cat("more than ", kMaxUnrolledOutputs, " copies of the store"));
+          if (!kernel_ranges(ast_).reduces.empty())
+            bad("an output loop of a kernel with reductions is not unrolled");
+          break;
+        }
         if (k != AxisKind::Reduce)
-          bad(str_cat("needs a reduce range, r", o.range_id, " is ", axis_kind_name(k)));
+          bad(str_cat("needs a reduce range or an output loop, r", o.range_id, " is ",
+                      axis_kind_name(k)));
         break;
       case OptKind::Parallel:
         if (k != AxisKind::Loop)
@@ -149,7 +161,8 @@ class Applier {
       bad(str_cat("more than ", kMaxUpcastLanes, " upcast lanes in one kernel"));
     // Every check is above: a refused opt leaves the applier as it was.
     if (o.kind == OptKind::Upcast) lanes_ *= o.amount;
-    AxisKind outer_kind = o.kind == OptKind::Unroll ? AxisKind::Reduce : AxisKind::Loop;
+    AxisKind outer_kind =
+        o.kind == OptKind::Unroll && k == AxisKind::Reduce ? AxisKind::Reduce : AxisKind::Loop;
     AxisKind inner_kind = o.kind == OptKind::Upcast   ? AxisKind::Upcast
                           : o.kind == OptKind::Unroll ? AxisKind::Unroll
                                                       : AxisKind::Loop;

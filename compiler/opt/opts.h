@@ -2,7 +2,8 @@
 // expression of new ranges, and the simplifier cleans up the index math:
 //
 //   UPCAST   r -> r_o*k + r_u   r_u (kind Upcast) becomes vector lanes / registers
-//   UNROLL   r -> r_o*k + r_u   on a reduce range; r_u (kind Unroll) is unrolled in the loop body
+//   UNROLL   r -> r_o*k + r_u   on a reduce range; r_u (kind Unroll) is unrolled in the loop body;
+//            on an output loop (taken whole), one copy of the store per iteration
 //   TILE     r -> r_o*k + r_i   both loops; r_o becomes the outermost loop (cache blocking)
 //   PARALLEL r (the outermost loop) is split across `k` tasks (kind Parallel)
 //
@@ -64,6 +65,9 @@ KernelRanges kernel_ranges(const UOp* ast);
 // accumulators (9 positions x 32 channels, contraction_tile.cc's odd tile one position over the
 // budget).
 inline constexpr int64_t kMaxUpcastLanes = 288;
+// The most copies of a store an output loop unrolled whole makes (UNROLL of an output loop:
+// one store per iteration, each folding the gates that select its expression).
+inline constexpr int64_t kMaxUnrolledOutputs = 64;
 // An upcast may pad its range to whole groups (the extra lanes masked) by at most this fraction
 // of the padded lanes: beyond it, most of a group would compute nothing.
 inline constexpr int64_t kMaxUpcastPaddingDenominator = 3;  // a third

@@ -1,5 +1,7 @@
 #include "compiler/tensor/winograd.h"
 
+#include <vector>
+
 #include "compiler/support/error.h"
 #include "compiler/tensor/eager.h"
 #include "compiler/tensor/linalg.h"
@@ -157,6 +159,74 @@ const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd,
   return nullptr;
 }
 
+// A sum of tensors as a balanced tree: a kernel's expression stays shallow (kMaxFusedDepth).
+Tensor sum_tree(std::vector<Tensor> terms) {
+  while (terms.size() > 1) {
+    std::vector<Tensor> next;
+    for (size_t i = 0; i + 1 < terms.size(); i += 2) next.push_back(terms[i].add(terms[i + 1]));
+    if (terms.size() % 2) next.push_back(terms.back());
+    terms = std::move(next);
+  }
+  return terms[0];
+}
+
+// Σ coef[i] terms[i] with the constant coefficients folded at build time: zeros dropped, ±1 as
+// the term or its negation (Bᵀ is mostly zeros and ones: 22 of its 36 entries are nonzero).
+Tensor combination(const double* coef, const std::vector<Tensor>& terms) {
+  std::vector<Tensor> kept;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    if (coef[i] == 0) continue;
+    kept.push_back(coef[i] == 1    ? terms[i]
+                   : coef[i] == -1 ? terms[i].neg()
+                                   : terms[i].mul(coef[i]));
+  }
+  return sum_tree(std::move(kept));
+}
+
+// Bᵀ d B of every tile of the padded input xq (N, C, th m + 2, tw m + 2), stored as the GEMMs'
+// operand: (points, C, N, th, tw), viewed as (points, P, C). One kernel: each point is a sum of
+// its own taps (the tile's input values as strided views of xq), the first pass's sums shared
+// by the points that use them; the points are stacked along the first axis, so that the kernel
+// selects each one by a gate on that axis and the heuristics unroll it into one store per point
+// (heuristics.h, selector loops). Two passes with a constant 6x6 matrix, each its own kernel,
+// wrote and read the half-transformed tiles in between: resnet18's 56x56 input transforms took
+// 0.25 ms, now 0.12. The stored operand has one channel more than the layer (zeros, never
+// read): its 36 planes, each written at every step, would otherwise lie a multiple of 4 KiB
+// apart for many layers (256 channels x 16 tiles x 4 bytes) and share one set of L1 (a 14x14
+// layer's transform ran 0.29 ms against 0.05).
+Tensor input_transform(const Tensor& xq, const Transform& t, int64_t th, int64_t tw) {
+  int64_t n = xq.dim(0), c = xq.dim(1), in = t.in(), points = t.points();
+  Tensor d = xq.window({in, in}, {t.m, t.m}, {1, 1});  // (N, C, th, tw, in, in)
+  auto tap = [&](int64_t i, int64_t j) {
+    return d.shrink({{0, n}, {0, c}, {0, th}, {0, tw}, {i, i + 1}, {j, j + 1}})
+        .reshape({n, c, th, tw});
+  };
+  // Bᵀ d: row a of the tile, column j.
+  std::vector<Tensor> rows;
+  for (int64_t a = 0; a < in; ++a)
+    for (int64_t j = 0; j < in; ++j) {
+      std::vector<Tensor> column;
+      for (int64_t i = 0; i < in; ++i) column.push_back(tap(i, j));
+      rows.push_back(combination(t.bt + a * in, column));
+    }
+  // (Bᵀ d) B, point (a, b) in its slot of the stack. The slots are padded with -0.0, which
+  // adding leaves every value as it is (x + -0.0 = x, also for x = -0.0), so a copy's sum of
+  // the other slots' fills folds away.
+  std::vector<Tensor> stacked;
+  for (int64_t a = 0; a < in; ++a)
+    for (int64_t b = 0; b < in; ++b) {
+      std::vector<Tensor> row(rows.begin() + a * in, rows.begin() + (a + 1) * in);
+      Tensor v = combination(t.bt + b * in, row).permute({1, 0, 2, 3}).reshape({1, c, n, th, tw});
+      int64_t at = a * in + b;
+      stacked.push_back(v.pad({{at, points - at - 1}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}, -0.0));
+    }
+  Tensor v = sum_tree(std::move(stacked))
+                 .pad({{0, 0}, {0, 1}, {0, 0}, {0, 0}, {0, 0}}, 0.0)
+                 .contiguous()
+                 .shrink({{0, points}, {0, c}, {0, n}, {0, th}, {0, tw}});
+  return v.reshape({points, c, n * th * tw}).transpose(-1, -2);
+}
+
 }  // namespace
 
 bool winograd_pays(const Tensor& x, const Tensor& w, int64_t groups,
@@ -192,22 +262,12 @@ Tensor winograd_conv3x3(const Tensor& xp, const Tensor& w) {
   // rows gated, spilled the clamped broadcasts (48 GFLOP/s; 56 rows ran at 90). A long one
   // keeps its count (196 rows ran at 100 GFLOP/s; 224 would add 14% of the work).
   while (n * th * tw < 128 && (n * th * tw) % 8 != 0 && tw < tiles(wd, t) + 8) ++tw;
-  int64_t p = n * th * tw;
   // Whole tiles: the input padded with zeros at the end (the extra outputs are cut off).
   Tensor xq = xp.pad({{0, 0}, {0, 0}, {0, th * m + 2 - xp.dim(2)}, {0, tw * m + 2 - xp.dim(3)}});
   // Stored once: each input element is read by 2.25 overlapping tiles, and an input computed
   // inline (a U-Net decoder's Resize and Concat) would be recomputed that many times.
   xq = materialized(xq);
-  Tensor d = xq.window({in, in}, {m, m}, {1, 1});  // (N, C, th, tw, in, in)
-  Tensor bt = matrix(g, "winograd_bt", t.bt, in, in);
-  // Bᵀ d, stored with the tiles innermost (N, C, a, j, th, tw): the second transform then runs
-  // along all tiles of a channel as one contiguous stream (th and tw merge), and the first
-  // along tw (its input 4 apart: a strided load). Viewed back as (N, C, th, tw, a, j).
-  Tensor t1 = matmul(bt, d).permute({0, 1, 4, 5, 2, 3}).contiguous().permute({0, 1, 4, 5, 2, 3});
-  Tensor v = matmul(t1, bt.transpose(0, 1));  // (N, C, th, tw, a, b)
-  // Each point's GEMM operand (P, C), stored as (a, b, C, P): the transform writes along P;
-  // the GEMM broadcasts its elements one at a time either way.
-  Tensor vs = v.permute({4, 5, 1, 0, 2, 3}).reshape({points, c, p}).contiguous().transpose(-1, -2);
+  Tensor vs = input_transform(xq, t, th, tw);  // (points, P, C)
   // U = G w Gᵀ (K, C, in, in) computed here (in double, once), stored as (a, b, C, K) in panels
   // along K by constant folding.
   Tensor u = Tensor::weight(g, g.fresh_name("winograd_u"), transformed_weight(g, w, t));

@@ -243,7 +243,10 @@ TEST(CodegenShape, AStemConvolutionStoresWholeVectorsAlongItsPositions) {
 // A Winograd output transform's lanes are output channels, planes apart in the NCHW output: its
 // tile takes rows of 4 positions along W, each stored as one 16-byte vector after a shuffle.
 // With one position per tile every lane was a scalar store (squeezenet's 55x55 transform: 0.072
-// -> 0.045 ms at 1 thread on an AMD EPYC).
+// -> 0.045 ms at 1 thread on an AMD EPYC). The transform's last pass is k0, the kernel that
+// stores y.
+std::string kernel_body(const std::string& assembly, const std::string& name);
+
 TEST(CodegenShape, AWinogradOutputTransformStoresRowsOfPositions) {
   for (const Cpu& c : kCpus) {
     Graph g;
@@ -251,15 +254,16 @@ TEST(CodegenShape, AWinogradOutputTransformStoresRowsOfPositions) {
     g.add_output("y", conv(x, ramp_weight(g, "w", {64, 16, 3, 3}, 0.01, 7), nullptr,
                            {{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1})
                           .uop());
-    Artifacts a = assembly_for(g, c);
+    std::string k0 = kernel_body(assembly_for(g, c).assembly, "k0");
+    ASSERT_FALSE(k0.empty()) << c.name;
     int scalar_stores =
-        count_matches(a.assembly, R"((vextractps\s+\$[0-9]+,|vmovss)\s+%xmm[0-9]+, -?[0-9]*\(%r)");
+        count_matches(k0, R"((vextractps\s+\$[0-9]+,|vmovss)\s+%xmm[0-9]+, -?[0-9]*\(%r)");
     // A row: a 16-byte store, from an xmm register or straight out of a wider one.
     int row_stores = count_matches(
-        a.assembly,
+        k0,
         R"((vmovups\s+%xmm[0-9]+|vextractf(32x4|128)\s+\$[0-9]+, %[yz]mm[0-9]+), -?[0-9]*\(%r)");
     EXPECT_LE(scalar_stores, 12) << c.name;  // was 16 (znver3), 64 (sapphirerapids)
-    EXPECT_GE(row_stores, 16) << c.name;     // was 4, 6
+    EXPECT_GE(row_stores, 14) << c.name;     // was 4, 6
   }
 }
 
@@ -276,6 +280,13 @@ std::vector<std::pair<std::string, std::string>> kernel_bodies(const std::string
     bodies.push_back({starts[i].second, assembly.substr(starts[i].first, end - starts[i].first)});
   }
   return bodies;
+}
+
+// The assembly of kernel `name` (empty if there is none).
+std::string kernel_body(const std::string& assembly, const std::string& name) {
+  for (const auto& [n, body] : kernel_bodies(assembly))
+    if (n == name) return body;
+  return "";
 }
 
 const char* kShuffles = "\\sv(permt2ps|unpck[lh]ps|shufps|blendps|shuff|perm)";

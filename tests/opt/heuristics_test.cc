@@ -209,6 +209,28 @@ TEST(Heuristics, ConvolutionWindowsAreUnrolledCompletely) {
   EXPECT_EQ(size_of_range.at(alt[0].range_id), 16);
 }
 
+// A loop that only selects an expression by gates (a stack of different expressions, as the
+// Winograd input transform's 36 points) is unrolled into one store per expression; the lanes are
+// chosen among the other loops. A loop that indexes its loads is no selector: an elementwise
+// kernel is not unrolled.
+TEST(Heuristics, ASelectorLoopIsUnrolledIntoOneStorePerExpression) {
+  Graph g;
+  Plan p = testing::selector_plan(g);  // loops r0[4] (the selector), r1[64]
+  const UOp* ast = p.programs.at(0).ast;
+  for (const OptTarget& t : {OptTarget{32, 16}, masked_avx512()}) {
+    std::vector<Opt> opts = default_opts(ast, t);
+    ASSERT_GE(opts.size(), 2u);
+    EXPECT_EQ(opts[0].str(), "UNROLL(r0,4)");
+    EXPECT_EQ(opts[1].str(), str_cat("UPCAST(r1,", t.vector_bytes / 4, ")"));
+  }
+  Graph g2;
+  Tensor x = Tensor::input(g2, "x", dtypes::float32, {4, 4, 16});
+  g2.add_output("y", x.mul(2.0).uop());
+  Plan p2 = plan_graph(g2, {});
+  for (const Opt& o : default_opts(p2.programs.at(0).ast, masked_avx512()))
+    EXPECT_NE(o.kind, OptKind::Unroll) << o.str();
+}
+
 // A stem (3 input channels, a 3x3 window at stride 2) unrolls its channels instead of the window:
 // unrolled, the window's overlapping columns kept their inputs live beside the accumulators and
 // spilled (squeezenet1_1's stem 1.5x slower). A 4-channel layer keeps the unrolled window.

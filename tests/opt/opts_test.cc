@@ -3,6 +3,7 @@
 // are heuristics_test.cc's.
 #include <gtest/gtest.h>
 
+#include "compiler/codegen/expander.h"
 #include "compiler/opt/opts.h"
 #include "compiler/support/error.h"
 #include "tests/opt/opt_plans.h"
@@ -37,8 +38,11 @@ TEST(Opts, InvalidOptsAreRejectedWithAReason) {
             "opt TILE(r1,5): amount does not divide the range size 16");
   EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 2, 2}}),
             "opt UPCAST(r2,2): needs an output loop, r2 is reduce");
+  // An output loop is unrolled whole, and only in a kernel without reductions.
   EXPECT_EQ(opt_error(ast, {{OptKind::Unroll, 0, 2}}),
-            "opt UNROLL(r0,2): needs a reduce range, r0 is loop");
+            "opt UNROLL(r0,2): an output loop is unrolled whole (12)");
+  EXPECT_EQ(opt_error(ast, {{OptKind::Unroll, 0, 12}}),
+            "opt UNROLL(r0,12): an output loop of a kernel with reductions is not unrolled");
   EXPECT_EQ(opt_error(ast, {{OptKind::Parallel, 1, 2}}),
             "opt PARALLEL(r1,2): only the outermost loop can be split into tasks");
   EXPECT_EQ(opt_error(ast, {{OptKind::Upcast, 9, 2}}),
@@ -83,6 +87,40 @@ TEST(Opts, OptimizedKernelsComputeTheSameValues) {
     for (const Opt& o : opts) what += o.str() + " ";
     EXPECT_TRUE(testing::arrays_close(ref.at("c"), got.at("c"))) << what;
   }
+}
+
+// UNROLL of an output loop: one copy of the store per iteration, each with the loop's value as a
+// constant, so the gates that selected its expression fold (the expander, output_copies). The
+// values stay the reference interpreter's.
+TEST(Opts, AnOutputLoopUnrolledWholeStoresOneCopyPerIteration) {
+  Graph g;
+  Plan p = testing::selector_plan(g);  // loops r0[4] (the selector), r1[64]
+  ASSERT_EQ(p.programs.size(), 1u);
+  const UOp* ast = p.programs[0].ast;
+  EXPECT_EQ(opt_error(ast, {{OptKind::Unroll, 0, 2}}),
+            "opt UNROLL(r0,2): an output loop is unrolled whole (4)");
+  std::vector<Opt> opts = {{OptKind::Unroll, 0, 4}, {OptKind::Upcast, 1, 16}};
+  OptimizedKernel k = apply_opts(ast, opts);
+  auto inputs = testing::random_inputs(g, 5);
+  Plan q = p;
+  q.programs[0].ast = k.ast;
+  EXPECT_TRUE(
+      testing::arrays_close(interpret(p, g, inputs).at("y"), interpret(q, g, inputs).at("y")));
+
+  auto count = [](const UOp* root, Op op) {
+    int n = 0;
+    for (const UOp* u : root->toposort()) n += u->op == op;
+    return n;
+  };
+  // Before: every element evaluates the four expressions under gates on r0.
+  EXPECT_GE(count(k.ast, Op::WHERE), 4);
+  // Expanded: four stores of 16 lanes, each of its own expression, no gate left.
+  const UOp* expanded = expand_kernel(k.ast);
+  EXPECT_EQ(count(expanded, Op::STORE), 4);
+  EXPECT_EQ(count(expanded, Op::WHERE), 0);
+  EXPECT_EQ(count(expanded, Op::CMPLT), 0);
+  // One load of x, shared by the copies.
+  EXPECT_EQ(count(expanded, Op::LOAD), 1);
 }
 
 TEST(Opts, RangesAreRenumberedInLoopOrder) {
