@@ -183,20 +183,20 @@ Tensor combination(const double* coef, const std::vector<Tensor>& terms) {
   return sum_tree(std::move(kept));
 }
 
-// Bᵀ d B of every tile of the padded input xq (N, C, th m + 2, tw m + 2), stored as the GEMMs'
-// operand: (points, C, N, th, tw), viewed as (points, P, C). One kernel: each point is a sum of
-// its own taps (the tile's input values as strided views of xq), the first pass's sums shared
-// by the points that use them; the points are stacked along the first axis, so that the kernel
+// Bᵀ d B of every tile of the padded input xq (N, C + 1, th m + 2, tw m + 2), stored as the
+// GEMMs' operand (points, C + 1, N, th, tw) and viewed as (points, P, C): xq's last channel is
+// zeros, only there so that the operand's 36 planes, all written at every step of the kernel,
+// do not lie a multiple of 4 KiB apart and share one set of L1 (256 channels x 16 tiles x 4
+// bytes: a 14x14 layer's transform ran 0.29 ms against 0.05). One kernel: each point is a sum of
+// its own taps (the tile's input values as strided views of xq), the first pass's sums shared by
+// the points that use them; the points are stacked along the first axis, so that the kernel
 // selects each one by a gate on that axis and the heuristics unroll it into one store per point
-// (heuristics.h, selector loops). Two passes with a constant 6x6 matrix, each its own kernel,
+// (heuristics.cc, selector loops). Two passes with a constant 6x6 matrix, each its own kernel,
 // wrote and read the half-transformed tiles in between: resnet18's 56x56 input transforms took
-// 0.25 ms, now 0.12. The stored operand has one channel more than the layer (zeros, never
-// read): its 36 planes, each written at every step, would otherwise lie a multiple of 4 KiB
-// apart for many layers (256 channels x 16 tiles x 4 bytes) and share one set of L1 (a 14x14
-// layer's transform ran 0.29 ms against 0.05).
+// 0.25 ms, now 0.14.
 Tensor input_transform(const Tensor& xq, const Transform& t, int64_t th, int64_t tw) {
-  int64_t n = xq.dim(0), c = xq.dim(1), in = t.in(), points = t.points();
-  Tensor d = xq.window({in, in}, {t.m, t.m}, {1, 1});  // (N, C, th, tw, in, in)
+  int64_t n = xq.dim(0), c = xq.dim(1), in = t.in(), points = t.points();  // c: C + 1
+  Tensor d = xq.window({in, in}, {t.m, t.m}, {1, 1});  // (N, C + 1, th, tw, in, in)
   auto tap = [&](int64_t i, int64_t j) {
     return d.shrink({{0, n}, {0, c}, {0, th}, {0, tw}, {i, i + 1}, {j, j + 1}})
         .reshape({n, c, th, tw});
@@ -220,11 +220,10 @@ Tensor input_transform(const Tensor& xq, const Transform& t, int64_t th, int64_t
       int64_t at = a * in + b;
       stacked.push_back(v.pad({{at, points - at - 1}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}, -0.0));
     }
-  Tensor v = sum_tree(std::move(stacked))
-                 .pad({{0, 0}, {0, 1}, {0, 0}, {0, 0}, {0, 0}}, 0.0)
-                 .contiguous()
-                 .shrink({{0, points}, {0, c}, {0, n}, {0, th}, {0, tw}});
-  return v.reshape({points, c, n * th * tw}).transpose(-1, -2);
+  Tensor v = sum_tree(std::move(stacked)).contiguous();
+  return v.shrink({{0, points}, {0, c - 1}, {0, n}, {0, th}, {0, tw}})
+      .reshape({points, c - 1, n * th * tw})
+      .transpose(-1, -2);
 }
 
 }  // namespace
@@ -262,8 +261,9 @@ Tensor winograd_conv3x3(const Tensor& xp, const Tensor& w) {
   // rows gated, spilled the clamped broadcasts (48 GFLOP/s; 56 rows ran at 90). A long one
   // keeps its count (196 rows ran at 100 GFLOP/s; 224 would add 14% of the work).
   while (n * th * tw < 128 && (n * th * tw) % 8 != 0 && tw < tiles(wd, t) + 8) ++tw;
-  // Whole tiles: the input padded with zeros at the end (the extra outputs are cut off).
-  Tensor xq = xp.pad({{0, 0}, {0, 0}, {0, th * m + 2 - xp.dim(2)}, {0, tw * m + 2 - xp.dim(3)}});
+  // Whole tiles: the input padded with zeros at the end (the extra outputs are cut off), and a
+  // channel of zeros (input_transform).
+  Tensor xq = xp.pad({{0, 0}, {0, 1}, {0, th * m + 2 - xp.dim(2)}, {0, tw * m + 2 - xp.dim(3)}});
   // Stored once: each input element is read by 2.25 overlapping tiles, and an input computed
   // inline (a U-Net decoder's Resize and Concat) would be recomputed that many times.
   xq = materialized(xq);
