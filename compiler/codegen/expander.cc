@@ -44,6 +44,24 @@ class Expander {
   }
 
  private:
+  // The number of assignments of values to unrolled ranges `rs` (the product of their sizes).
+  static int64_t assignments(const std::vector<const UOp*>& rs) {
+    int64_t count = 1;
+    for (const UOp* r : rs) count *= r->src[0]->cval().i;
+    return count;
+  }
+  // Assignment c of `rs` in row-major order (the last range fastest): each range to its value.
+  std::unordered_map<const UOp*, const UOp*> assignment(const std::vector<const UOp*>& rs,
+                                                        int64_t c) const {
+    std::unordered_map<const UOp*, const UOp*> map;
+    for (size_t i = rs.size(); i-- > 0;) {
+      int64_t n = rs[i]->src[0]->cval().i;
+      map[rs[i]] = ctx_->const_index(c % n);
+      c /= n;
+    }
+    return map;
+  }
+
   // One copy of store `st` per assignment of the output loops unrolled whole (UNROLL of an
   // output loop, opts.h): each copy has the loops' values as constants, so the gates that chose
   // between expressions by them fold, and each copy computes its own expression only (the
@@ -55,17 +73,9 @@ class Expander {
     if (unrolled.empty()) return {st};
     std::sort(unrolled.begin(), unrolled.end(),
               [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
-    int64_t count = 1;
-    for (const UOp* r : unrolled) count *= r->src[0]->cval().i;
     std::vector<const UOp*> out;
-    for (int64_t c = 0; c < count; ++c) {
-      std::unordered_map<const UOp*, const UOp*> map;
-      int64_t rest = c;
-      for (size_t i = unrolled.size(); i-- > 0;) {
-        int64_t n = unrolled[i]->src[0]->cval().i;
-        map[unrolled[i]] = ctx_->const_index(rest % n);
-        rest /= n;
-      }
+    for (int64_t c = 0; c < assignments(unrolled); ++c) {
+      std::unordered_map<const UOp*, const UOp*> map = assignment(unrolled, c);
       std::unordered_map<const UOp*, const UOp*> done;
       const UOp* value = simplify(fold_copy(st->src[1], map, done));
       out.push_back(
@@ -646,16 +656,8 @@ class Expander {
     }
     // One copy of the body per assignment of the unroll ranges, in row-major order.
     std::vector<const UOp*> copies;
-    int64_t count = 1;
-    for (const UOp* r : unroll) count *= r->src[0]->cval().i;
-    for (int64_t c = 0; c < count; ++c) {
-      std::unordered_map<const UOp*, const UOp*> map;
-      int64_t rest = c;
-      for (size_t i = unroll.size(); i-- > 0;) {
-        int64_t n = unroll[i]->src[0]->cval().i;
-        map[unroll[i]] = ctx_->const_index(rest % n);
-        rest /= n;
-      }
+    for (int64_t c = 0; c < assignments(unroll); ++c) {
+      std::unordered_map<const UOp*, const UOp*> map = assignment(unroll, c);
       const UOp* copy = unroll.empty() ? red->src[0] : simplify(substitute(red->src[0], map));
       // Reductions nested in the body get loops of their own in every copy.
       copies.push_back(c == 0 ? copy : fresh_inner_ranges(copy));
