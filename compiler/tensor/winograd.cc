@@ -171,7 +171,7 @@ Tensor sum_tree(std::vector<Tensor> terms) {
 }
 
 // Σ coef[i] terms[i] with the constant coefficients folded at build time: zeros dropped, ±1 as
-// the term or its negation (Bᵀ is mostly zeros and ones: 22 of its 36 entries are nonzero).
+// the term or its negation (14 of F(4, 3)'s 36 Bᵀ entries are zero and 10 are ±1).
 Tensor combination(const double* coef, const std::vector<Tensor>& terms) {
   std::vector<Tensor> kept;
   for (size_t i = 0; i < terms.size(); ++i) {
