@@ -1,7 +1,8 @@
 #include "compiler/codegen/expander.h"
 
+#include "compiler/codegen/store_copies.h"
+
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -37,91 +38,13 @@ class Expander {
     std::vector<const UOp*> stores;
     for (const UOp* st : sink->src) {
       KILN_CHECK(st->op == Op::STORE, "kernel root source is not a STORE");
-      for (const UOp* copy : output_copies(st))
+      for (const UOp* copy : store_copies(st))
         for (const UOp* s : expand_store(copy)) stores.push_back(s);
     }
     return ctx_->make(Op::SINK, dtypes::void_, stores);
   }
 
  private:
-  // The number of assignments of values to unrolled ranges `rs` (the product of their sizes).
-  static int64_t assignments(const std::vector<const UOp*>& rs) {
-    int64_t count = 1;
-    for (const UOp* r : rs) count *= r->src[0]->cval().i;
-    return count;
-  }
-  // Assignment c of `rs` in row-major order (the last range fastest): each range to its value.
-  std::unordered_map<const UOp*, const UOp*> assignment(const std::vector<const UOp*>& rs,
-                                                        int64_t c) const {
-    std::unordered_map<const UOp*, const UOp*> map;
-    for (size_t i = rs.size(); i-- > 0;) {
-      int64_t n = rs[i]->src[0]->cval().i;
-      map[rs[i]] = ctx_->const_index(c % n);
-      c /= n;
-    }
-    return map;
-  }
-
-  // One copy of store `st` per assignment of the output loops unrolled whole (UNROLL of an
-  // output loop, opts.h): each copy has the loops' values as constants, so the gates that chose
-  // between expressions by them fold, and each copy computes its own expression only (the
-  // Winograd input transform's points). The copies share the loads of equal values.
-  std::vector<const UOp*> output_copies(const UOp* st) {
-    std::vector<const UOp*> unrolled;
-    for (const UOp* r : st->src[0]->ranges())
-      if (r->range().kind == AxisKind::Unroll) unrolled.push_back(r);
-    if (unrolled.empty()) return {st};
-    std::sort(unrolled.begin(), unrolled.end(),
-              [](const UOp* a, const UOp* b) { return a->range().id < b->range().id; });
-    std::vector<const UOp*> out;
-    for (int64_t c = 0; c < assignments(unrolled); ++c) {
-      std::unordered_map<const UOp*, const UOp*> map = assignment(unrolled, c);
-      std::unordered_map<const UOp*, const UOp*> done;
-      const UOp* value = simplify(fold_copy(st->src[1], map, done));
-      out.push_back(
-          ctx_->make(Op::STORE, dtypes::void_, {simplify(substitute(st->src[0], map)), value}));
-    }
-    return out;
-  }
-
-  // `u` with the unrolled loops' values of `map`, its gates on them folded: a WHERE whose
-  // condition folds to a constant is the branch it picks, whose other branch is never visited,
-  // and a sum with -0.0 (a stack's fill) is its other term. A node that depends on none of the
-  // loops is kept as it is, unvisited (the taps that all copies share): each copy walks only
-  // its own expression, not the whole stack (walking it 36 times per transform, the expand
-  // stage of one 28x28 layer took 0.29 s, now 0.06).
-  const UOp* fold_copy(const UOp* u, const std::unordered_map<const UOp*, const UOp*>& map,
-                       std::unordered_map<const UOp*, const UOp*>& done) {
-    if (auto it = done.find(u); it != done.end()) return it->second;
-    bool depends = false;
-    for (const UOp* r : u->ranges()) depends |= map.count(r) > 0;
-    const UOp* out = u;
-    if (depends && u->op == Op::WHERE) {
-      const UOp* c = simplify(substitute(u->src[0], map));
-      if (c->is_const(1) || c->is_const(0))
-        out = fold_copy(c->is_const(1) ? u->src[1] : u->src[2], map, done);
-      else
-        out = u->with_src({c, fold_copy(u->src[1], map, done), fold_copy(u->src[2], map, done)});
-    } else if (depends && u->op == Op::RANGE) {
-      out = map.at(u);
-    } else if (depends) {
-      std::vector<const UOp*> src;
-      for (const UOp* s : u->src) src.push_back(fold_copy(s, map, done));
-      auto negative_zero = [](const UOp* x) {
-        return x->op == Op::CONST && x->cval().kind == ConstValue::Kind::Float &&
-               x->cval().f == 0 && std::signbit(x->cval().f);
-      };
-      if (u->op == Op::ADD && negative_zero(src[1]))
-        out = src[0];
-      else if (u->op == Op::ADD && negative_zero(src[0]))
-        out = src[1];
-      else
-        out = u->with_src(std::move(src));
-    }
-    done.emplace(u, out);
-    return out;
-  }
-
   // ---------------------------------------------------------------- lanes
 
   Mask mask_of(const UOp* n) {
@@ -656,8 +579,8 @@ class Expander {
     }
     // One copy of the body per assignment of the unroll ranges, in row-major order.
     std::vector<const UOp*> copies;
-    for (int64_t c = 0; c < assignments(unroll); ++c) {
-      std::unordered_map<const UOp*, const UOp*> map = assignment(unroll, c);
+    for (int64_t c = 0; c < unroll_assignments(unroll); ++c) {
+      std::unordered_map<const UOp*, const UOp*> map = unroll_assignment(unroll, c);
       const UOp* copy = unroll.empty() ? red->src[0] : simplify(substitute(red->src[0], map));
       // Reductions nested in the body get loops of their own in every copy.
       copies.push_back(c == 0 ? copy : fresh_inner_ranges(copy));
