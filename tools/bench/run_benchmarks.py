@@ -192,6 +192,40 @@ def placement(build_dir, single_peak):
     return core_round_trip(build_dir), pair_fma_share(build_dir, single_peak)
 
 
+# The round trip that separates the host's two placements of the vCPUs on two cores: ~100-260 ns
+# (near) and ~550-1060 ns (far) on the AMD EPYC hosts so far; and the both-busy FMA share below
+# which they are the two hardware threads of one core (~50%; docs/performance.md).
+FAR_ROUND_TRIP_NS = 350
+ONE_CORE_FMA_SHARE = 0.75
+
+
+def placement_kind(trip):
+    ns, share = trip
+    if ns is None:
+        return None
+    if share is not None and share < ONE_CORE_FMA_SHARE:
+        return "one core"
+    return "far" if ns >= FAR_ROUND_TRIP_NS else "near"
+
+
+def by_placement(kiln_ms, ort_ms, trips):
+    """kiln/ORT over the 2-thread rounds whose placements before and after (trips[i], trips[i +
+    1]) are both near, both far, both one core: {"near": (ratio, rounds), ...}. The host moves
+    the vCPUs within a run and kiln's 2-thread latency moves with them more than ORT's, so one
+    median over every kind of round hides which one a ratio measured."""
+    out = {}
+    for kind in PLACEMENTS:
+        rounds = [i for i in range(len(kiln_ms))
+                  if all(placement_kind(t) == kind for t in trips[i:i + 2])]
+        if rounds:
+            out[kind] = (statistics.median(kiln_ms[i] for i in rounds) /
+                         statistics.median(ort_ms[i] for i in rounds), len(rounds))
+    return out
+
+
+PLACEMENTS = ("near", "far", "one core")
+
+
 def bench_model(name, tools, work, rounds, repeat, vcpus=None):
     kilnc, kiln_run, ort_dir, cpu = tools
     if name.endswith("_qdq"):
@@ -234,6 +268,8 @@ def bench_model(name, tools, work, rounds, repeat, vcpus=None):
         ns = [t[0] for t in trips if t[0] is not None]
         if ns:
             row["round_trip_ns"] = (min(ns), max(ns))
+        if len(trips) > 1:
+            row["by_placement"] = by_placement(kiln_ms, ort_ms, trips)
         shares = [t[1] for t in trips if t[1] is not None]
         if shares:
             row["pair_fma"] = (min(shares), max(shares))
@@ -416,6 +452,13 @@ def round_trips(row):
     return text
 
 
+def placement_ratios(row):
+    """The 2-thread ratio over near rounds and over far ones, with their round counts."""
+    kinds = row.get("by_placement", {})
+    return " · ".join(f"{kind} {kinds[kind][0]:.2f} ({kinds[kind][1]})" for kind in PLACEMENTS
+                      if kind in kinds) or "-"
+
+
 def table(rows, gemms, peak, quick, avx2=False):
     commit = sh(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]).strip()
     lines = [
@@ -434,8 +477,8 @@ def table(rows, gemms, peak, quick, avx2=False):
         "The 1T columns run the package `kilnc compile` makes by default, the 2T columns the one "
         "`kilnc compile --threads 2` makes (outputs of both are compared with ORT's).",
         "",
-        "| model | kiln 1T ms | ORT 1T ms | kiln/ORT 1T | kiln 2T ms | ORT 2T ms | kiln/ORT 2T | kiln 1T/2T | kiln ready ms | ORT session ms | kiln RSS MiB | ORT RSS MiB | outputs agree (max rel diff) | compile s | 2T vCPUs: round trip ns, FMA both busy |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | kiln 1T ms | ORT 1T ms | kiln/ORT 1T | kiln 2T ms | ORT 2T ms | kiln/ORT 2T | kiln 1T/2T | kiln ready ms | ORT session ms | kiln RSS MiB | ORT RSS MiB | outputs agree (max rel diff) | compile s | 2T vCPUs: round trip ns, FMA both busy | kiln/ORT 2T by placement (rounds) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -443,7 +486,7 @@ def table(rows, gemms, peak, quick, avx2=False):
             f"{r['kiln_2']:.2f} | {r['ort_2']:.2f} | **{r['kiln_2'] / r['ort_2']:.2f}** | "
             f"{r['kiln_1'] / r['kiln_2']:.2f}× | {r['kiln_ready_ms']:.1f} | {r['ort_session_ms']:.1f} | "
             f"{r['kiln_rss']:.0f} | {r['ort_rss']:.0f} | {'yes' if r['outputs_agree'] else 'NO'} "
-            f"({r['max_rel_diff']:.1e}) | {r['compile_s']:.1f} | {round_trips(r)} |")
+            f"({r['max_rel_diff']:.1e}) | {r['compile_s']:.1f} | {round_trips(r)} | {placement_ratios(r)} |")
     by_name = {r["model"]: r for r in rows}
     int8 = [r for r in rows if base_of(r["model"]) in by_name]
     if int8:
