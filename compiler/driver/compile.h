@@ -73,6 +73,7 @@ struct CompileOptions {
   std::set<std::string> dump_ir;         // stage names (stage_names()), or "all"
   std::string dump_dir = "kiln-dump";    // where the import dump writes weights as .npy
   bool explain_fusion = false;           // log every fusion decision
+  int cross_core_threads = 0;            // > 0: log the lines launches move between cores
   bool verify = true;                    // run each stage's verifier
   const FusionPolicy* policy = nullptr;  // nullptr: DefaultFusionPolicy
   std::ostream* log = nullptr;           // dumps and explanations (nullptr: std::cerr)

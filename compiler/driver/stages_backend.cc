@@ -18,6 +18,7 @@
 #include "compiler/ir/verify.h"
 #include "compiler/jit/jit.h"
 #include "compiler/jit/kernel_timer.h"
+#include "compiler/opt/cross_core_traffic.h"
 #include "compiler/package/package_reader.h"
 #include "compiler/package/package_writer.h"
 #include "compiler/package/static_library.h"
@@ -52,6 +53,8 @@ void optimize_run(Compilation& c) {
   if (!o.times) o.times = c.options.times;
   c.a.optimized = optimize_programs(c.a.plan, c.target, o, &c.a.tuning);
   set_launch_tasks(c.a.plan, c.a.optimized);
+  if (int t = c.options.cross_core_threads; t > 0)
+    c.log << cross_core_report(c.a.plan, cross_core_traffic(c.a.plan, c.a.optimized, t), t);
   c.a.kernels.resize(c.a.plan.programs.size());
   for (size_t i = 0; i < c.a.kernels.size(); ++i) c.a.kernels[i].name = c.a.plan.programs[i].name;
 }

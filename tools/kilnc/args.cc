@@ -51,6 +51,8 @@ std::string usage() {
          "  --dump-dir DIR           where --dump-ir=import writes weight .npy files (default "
          "kiln-dump)\n"
          "  --explain-fusion         log every fusion decision\n"
+         "  --cross-core N           print the cache lines each launch moves between cores\n"
+         "                           at N threads, per run (after the optimize stage)\n"
          "  --no-winograd            direct 3x3 convolutions only (Winograd's transformed weights\n"
          "                           are 4x larger: a smaller package, slower 3x3 layers)\n"
          "  --no-depthwise-taps      small depthwise layers over a padded map too, as larger\n"
@@ -244,6 +246,8 @@ Args parse_args(int argc, char** argv) {
       a.quiet = true;
     else if (s == "--explain-fusion")
       c.explain_fusion = true;
+    else if (is("--cross-core"))
+      c.cross_core_threads = parse_int(value("--cross-core"), "--cross-core", 1, 8);
     else if (s == "-h" || s == "--help") {
       std::cout << usage();
       std::exit(0);

@@ -1,0 +1,347 @@
+#include "compiler/opt/cross_core_traffic.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <unordered_map>
+
+#include "compiler/support/error.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kLine = 64;
+constexpr int64_t kInvalid = std::numeric_limits<int64_t>::min();
+
+// Thrown where an index cannot be walked at compile time (a symbolic extent or variable).
+struct NotWalkable {};
+
+int64_t extent(const UOp* r) {
+  if (!r->src[0]->is_const()) throw NotWalkable{};
+  return r->src[0]->cval().i;
+}
+
+// An integer index expression compiled to a straight-line program over int64 (Invalid as
+// kInvalid, which every op passes through), evaluated at each point of its ranges.
+class IndexProgram {
+ public:
+  explicit IndexProgram(const UOp* index) {
+    for (const UOp* r : index->ranges()) ranges_.push_back(r);
+    for (const UOp* u : index->toposort()) {
+      Step s{u->op, {-1, -1, -1}, 0};
+      if (u->op == Op::CONST) {
+        s.value = u->cval().is_invalid() ? kInvalid : u->cval().i;
+      } else if (u->op == Op::RANGE) {
+        s.value =
+            static_cast<int64_t>(std::find(ranges_.begin(), ranges_.end(), u) - ranges_.begin());
+      } else if (u->op == Op::DEFINE_VAR || u->src.size() > 3) {
+        throw NotWalkable{};
+      }
+      for (size_t i = 0; i < u->src.size() && u->op != Op::RANGE; ++i)
+        s.src[i] = slot_.at(u->src[i]);
+      slot_[u] = static_cast<int>(steps_.size());
+      steps_.push_back(s);
+    }
+    values_.resize(steps_.size());
+  }
+
+  const std::vector<const UOp*>& ranges() const { return ranges_; }
+
+  // The index at the point `at` (one value per range, in ranges() order).
+  int64_t eval(const std::vector<int64_t>& at) {
+    for (size_t i = 0; i < steps_.size(); ++i) values_[i] = step(steps_[i], at);
+    return values_.back();
+  }
+
+ private:
+  struct Step {
+    Op op;
+    int src[3];
+    int64_t value;
+  };
+
+  int64_t step(const Step& s, const std::vector<int64_t>& at) const {
+    auto v = [&](int i) { return values_[static_cast<size_t>(s.src[i])]; };
+    switch (s.op) {
+      case Op::CONST:
+        return s.value;
+      case Op::RANGE:
+        return at[static_cast<size_t>(s.value)];
+      case Op::WHERE:
+        if (v(0) == kInvalid) return kInvalid;
+        return v(0) ? v(1) : v(2);
+      default:
+        break;
+    }
+    int64_t a = v(0), b = s.src[1] >= 0 ? v(1) : 0;
+    if (a == kInvalid || b == kInvalid) return kInvalid;
+    switch (s.op) {
+      case Op::ADD:
+        return a + b;
+      case Op::MUL:
+        return a * b;
+      case Op::IDIV:
+        return b == 0 ? kInvalid : a / b;
+      case Op::MOD:
+        return b == 0 ? kInvalid : a % b;
+      case Op::MAX:
+        return std::max(a, b);
+      case Op::MIN:
+        return std::min(a, b);
+      case Op::NEG:
+        return -a;
+      case Op::CMPLT:
+        return a < b;
+      case Op::CMPEQ:
+        return a == b;
+      case Op::CMPNE:
+        return a != b;
+      case Op::AND:
+        return a & b;
+      case Op::OR:
+        return a | b;
+      case Op::XOR:
+        return a ^ b;
+      case Op::SHL:
+        return a << b;
+      case Op::SHR:
+        return a >> b;
+      case Op::CAST:
+        return a;
+      default:
+        throw NotWalkable{};
+    }
+  }
+
+  std::vector<const UOp*> ranges_;
+  std::vector<Step> steps_;
+  std::vector<int64_t> values_;
+  std::unordered_map<const UOp*, int> slot_;
+};
+
+// Where each buffer's bytes start in one address space: intermediates at their arena offsets,
+// inputs and outputs after the arena; -1 for weights (only read: their lines stay shared).
+std::vector<int64_t> buffer_bases(const Plan& plan) {
+  std::vector<int64_t> base(plan.buffers.size(), -1);
+  for (const MemorySlot& s : plan.memory.slots) base[static_cast<size_t>(s.buffer)] = s.offset;
+  int64_t end = (plan.memory.arena_bytes + kLine - 1) / kLine * kLine;
+  for (const PlanBuffer& b : plan.buffers)
+    if (b.kind == BufferKind::Input || b.kind == BufferKind::Output) {
+      base[static_cast<size_t>(b.id)] = end;
+      end += (b.bytes() + kLine - 1) / kLine * kLine;
+    }
+  return base;
+}
+
+// The lines one launch reads and writes, per thread.
+struct LaunchLines {
+  std::vector<std::vector<int64_t>> reads, writes;  // [thread] sorted, unique
+  bool analysed = true;
+};
+
+// `first_item`: the launch's first item in its group of `group_items`.
+LaunchLines launch_lines(const Plan& plan, const Launch& l, const OptimizedKernel& k,
+                         const std::vector<int64_t>& base, int threads, int64_t first_item,
+                         int64_t group_items) {
+  LaunchLines out;
+  out.reads.resize(static_cast<size_t>(threads));
+  out.writes.resize(static_cast<size_t>(threads));
+  auto thread_of_item = [&](int64_t item) {
+    for (int t = threads - 1; t >= 0; --t)
+      if (item >= t * group_items / threads) return t;
+    return 0;
+  };
+  // The thread that runs each iteration of the parallel loop: task i covers [i N / T, (i + 1)
+  // N / T) of its N iterations (kernel_emitter.cc).
+  const UOp* parallel = nullptr;
+  for (const UOp* u : k.ast->toposort())
+    if (u->op == Op::RANGE && u->range().kind == AxisKind::Parallel) parallel = u;
+  std::vector<int> thread_of;
+  std::vector<int> running;  // threads with at least one task of the launch
+  try {
+    if (parallel) {
+      int64_t n = extent(parallel);
+      thread_of.resize(static_cast<size_t>(n));
+      for (int64_t task = 0; task < k.ntasks; ++task)
+        for (int64_t i = task * n / k.ntasks; i < (task + 1) * n / k.ntasks; ++i)
+          thread_of[static_cast<size_t>(i)] = thread_of_item(first_item + task);
+    }
+    for (int64_t task = 0; task < k.ntasks; ++task) {
+      int t = thread_of_item(first_item + task);
+      if (std::find(running.begin(), running.end(), t) == running.end()) running.push_back(t);
+    }
+    std::vector<const UOp*> stored;  // the INDEX nodes stores write through
+    for (const UOp* u : k.ast->toposort())
+      if (u->op == Op::STORE) stored.push_back(u->src[0]);
+    for (const UOp* u : k.ast->toposort()) {
+      if (u->op != Op::INDEX || u->src[0]->op != Op::DEFINE_GLOBAL) continue;
+      size_t arg = static_cast<size_t>(u->src[0]->iarg());
+      int buffer = l.args.at(arg);
+      int64_t at0 = base[static_cast<size_t>(buffer)];
+      if (at0 < 0) continue;
+      int64_t item = plan.buffer(buffer).dtype.itemsize();
+      bool written = std::find(stored.begin(), stored.end(), u) != stored.end();
+      auto& sets = written ? out.writes : out.reads;
+      IndexProgram p(u->src[1]);
+      const std::vector<const UOp*>& rs = p.ranges();
+      std::vector<int64_t> ends, at(rs.size(), 0);
+      int par = -1;
+      bool empty = false;
+      for (size_t i = 0; i < rs.size(); ++i) {
+        ends.push_back(extent(rs[i]));
+        if (rs[i] == parallel) par = static_cast<int>(i);
+        empty = empty || ends.back() == 0;
+      }
+      if (!empty) {
+        std::vector<int64_t> last(static_cast<size_t>(threads), -1);
+        for (;;) {
+          int64_t idx = p.eval(at);
+          if (idx != kInvalid) {
+            int64_t line = (at0 + idx * item) / kLine;
+            auto add = [&](int t) {
+              if (last[static_cast<size_t>(t)] == line) return;
+              last[static_cast<size_t>(t)] = line;
+              sets[static_cast<size_t>(t)].push_back(line);
+            };
+            if (par >= 0)
+              add(thread_of[static_cast<size_t>(at[static_cast<size_t>(par)])]);
+            else
+              for (int t : running) add(t);
+          }
+          size_t d = rs.size();
+          while (d > 0 && ++at[d - 1] == ends[d - 1]) at[--d] = 0;
+          if (d == 0) break;
+        }
+      }
+    }
+  } catch (const NotWalkable&) {
+    out.analysed = false;
+    for (auto& s : out.reads) s.clear();
+    for (auto& s : out.writes) s.clear();
+  }
+  for (auto* sets : {&out.reads, &out.writes})
+    for (auto& s : *sets) {
+      std::sort(s.begin(), s.end());
+      s.erase(std::unique(s.begin(), s.end()), s.end());
+    }
+  return out;
+}
+
+int64_t distinct(const std::vector<std::vector<int64_t>>& sets) {
+  std::vector<int64_t> all;
+  for (const auto& s : sets) all.insert(all.end(), s.begin(), s.end());
+  std::sort(all.begin(), all.end());
+  return std::unique(all.begin(), all.end()) - all.begin();
+}
+
+}  // namespace
+
+std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
+                                              const std::vector<OptimizedKernel>& kernels,
+                                              int threads) {
+  KILN_CHECK(threads >= 1 && threads <= 8, "cross_core_traffic: 1 to 8 threads, not ", threads);
+  std::vector<int64_t> base = buffer_bases(plan);
+  int64_t lines = 0;
+  for (const PlanBuffer& b : plan.buffers)
+    if (base[static_cast<size_t>(b.id)] >= 0)
+      lines = std::max(lines, (base[static_cast<size_t>(b.id)] + b.bytes()) / kLine + 1);
+  std::vector<LaunchLines> touched(plan.launches.size());
+  std::vector<LaunchTraffic> out(plan.launches.size());
+  for (const std::vector<int>& group : plan.groups) {
+    // (The kernels' task counts: the optimize stage copies them into the launches.)
+    auto kernel = [&](int l) -> const OptimizedKernel& {
+      return kernels.at(static_cast<size_t>(plan.launches[static_cast<size_t>(l)].program));
+    };
+    int64_t items = 0, first = 0;
+    for (int l : group) items += kernel(l).ntasks;
+    for (int l : group) {
+      touched[static_cast<size_t>(l)] = launch_lines(plan, plan.launches[static_cast<size_t>(l)],
+                                                     kernel(l), base, threads, first, items);
+      first += kernel(l).ntasks;
+    }
+  }
+  // Per line: the thread that wrote it last (-1: none yet), and the threads whose cores hold it.
+  std::vector<int8_t> writer(static_cast<size_t>(lines), -1);
+  std::vector<uint8_t> holders(static_cast<size_t>(lines), 0);
+  for (int run = 0; run < 2; ++run) {
+    bool counted = run == 1;
+    for (const std::vector<int>& group : plan.groups) {
+      // The launches of a group run at once: their reads see the state before the group.
+      for (int l : group) {
+        const LaunchLines& t = touched[static_cast<size_t>(l)];
+        for (int th = 0; th < threads; ++th)
+          for (int64_t line : t.reads[static_cast<size_t>(th)]) {
+            int8_t w = writer[static_cast<size_t>(line)];
+            if (counted && w >= 0 && w != th) ++out[static_cast<size_t>(l)].cross_reads;
+            holders[static_cast<size_t>(line)] |= static_cast<uint8_t>(1u << th);
+          }
+      }
+      for (int l : group) {
+        const LaunchLines& t = touched[static_cast<size_t>(l)];
+        for (int th = 0; th < threads; ++th)
+          for (int64_t line : t.writes[static_cast<size_t>(th)]) {
+            uint8_t mine = static_cast<uint8_t>(1u << th);
+            if (counted && (holders[static_cast<size_t>(line)] & ~mine))
+              ++out[static_cast<size_t>(l)].cross_writes;
+            holders[static_cast<size_t>(line)] = mine;
+            writer[static_cast<size_t>(line)] = static_cast<int8_t>(th);
+          }
+      }
+    }
+  }
+  for (size_t l = 0; l < out.size(); ++l) {
+    out[l].launch = static_cast<int>(l);
+    out[l].lines_read = distinct(touched[l].reads);
+    out[l].lines_written = distinct(touched[l].writes);
+    out[l].analysed = touched[l].analysed;
+  }
+  return out;
+}
+
+std::string cross_core_report(const Plan& plan, const std::vector<LaunchTraffic>& traffic,
+                              int threads) {
+  auto kib = [](int64_t lines) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.0f", static_cast<double>(lines * kLine) / 1024.0);
+    return std::string(b);
+  };
+  int64_t read = 0, written = 0, cross_r = 0, cross_w = 0;
+  std::vector<std::string> skipped;
+  std::vector<const LaunchTraffic*> moving;
+  for (const LaunchTraffic& t : traffic) {
+    read += t.lines_read;
+    written += t.lines_written;
+    cross_r += t.cross_reads;
+    cross_w += t.cross_writes;
+    if (!t.analysed) skipped.push_back(std::to_string(t.launch));
+    if (t.cross_reads + t.cross_writes > 0) moving.push_back(&t);
+  }
+  std::stable_sort(moving.begin(), moving.end(), [](const auto* a, const auto* b) {
+    return a->cross_reads + a->cross_writes > b->cross_reads + b->cross_writes;
+  });
+  std::ostringstream os;
+  os << "cross-core traffic at " << threads
+     << " threads, per run (steady state, no stealing): " << kib(cross_r)
+     << " KiB read from another core's writes, " << kib(cross_w)
+     << " KiB written over lines another core held; of " << kib(read) << " KiB read and "
+     << kib(written) << " KiB written\n";
+  if (!skipped.empty()) {
+    os << "not walked (symbolic):";
+    for (const std::string& s : skipped) os << " " << s;
+    os << "\n";
+  }
+  os << "launch  cross read KiB  cross written KiB  of read KiB  of written KiB  computes\n";
+  for (const LaunchTraffic* t : moving) {
+    const Launch& l = plan.launches[static_cast<size_t>(t->launch)];
+    char row[96];
+    std::snprintf(row, sizeof row, "%-6d  %14s  %17s  %11s  %14s  ", t->launch,
+                  kib(t->cross_reads).c_str(), kib(t->cross_writes).c_str(),
+                  kib(t->lines_read).c_str(), kib(t->lines_written).c_str());
+    os << row << l.label(plan.programs[static_cast<size_t>(l.program)].name) << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace kiln

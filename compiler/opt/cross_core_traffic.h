@@ -1,0 +1,45 @@
+// The cache lines a planned, optimized model moves between cores per run, launch by launch (a
+// diagnostic: kilnc --cross-core).
+//
+// At T threads the runtime's pool gives thread t the same share of every parallel group's
+// items each run (runtime/src/thread_pool.c), and a task covers a fixed part of its kernel's
+// parallel loop (kernel_emitter.cc), so which thread touches which line of the arena is known at
+// compile time. A line read by a thread other than the one that last wrote it comes from the
+// other core's cache, and a line written while another core holds a copy must first be taken
+// from that core: on a host whose vCPUs are far apart such a write runs 15-20x slower than one
+// to a line only the writer holds, such a read ~3x slower (tools/bench/cross_core_read,
+// docs/performance.md). The analysis walks every access of every launch to intermediates,
+// inputs and outputs (weights are only read and stay shared), line by line, through two runs,
+// and reports the second (the steady state). It assumes no stealing and unbounded caches, so it
+// counts what a split and the memory plan ask for, not what a given host's evictions forgive.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/opt/opts.h"
+#include "compiler/schedule/plan.h"
+
+namespace kiln {
+
+struct LaunchTraffic {
+  int launch = 0;
+  int64_t lines_read = 0;     // distinct 64-byte lines the launch reads (over all threads)
+  int64_t lines_written = 0;  // ... and writes
+  int64_t cross_reads = 0;    // lines a thread reads that another thread wrote last
+  int64_t cross_writes = 0;   // lines a thread writes that another thread's core still holds
+  bool analysed = true;       // false: a symbolic extent or index (not walked)
+};
+
+// The steady-state traffic of every launch of `plan` (in launch order) at `threads` threads.
+// `kernels` are the optimized programs (their parallel loops and task counts).
+std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
+                                              const std::vector<OptimizedKernel>& kernels,
+                                              int threads);
+
+// A table of the launches that move lines between cores, largest first, and the totals.
+std::string cross_core_report(const Plan& plan, const std::vector<LaunchTraffic>& traffic,
+                              int threads);
+
+}  // namespace kiln

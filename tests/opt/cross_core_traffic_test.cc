@@ -1,0 +1,101 @@
+// The lines launches move between cores (compiler/opt/cross_core_traffic.h), on two kernels: y =
+// 2 x stored, then z = 3 y (or 3 yᵀ), each split in two tasks along its first output axis. Split
+// alike, each thread reads the half of y it wrote; transposed, each reads half its lines from
+// the other thread's half, and in the steady state each thread's next write of y must take
+// those lines back.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "compiler/driver/compile.h"
+#include "compiler/opt/cross_core_traffic.h"
+#include "compiler/schedule/plan.h"
+#include "compiler/tensor/tensor.h"
+
+namespace kiln {
+namespace {
+
+struct Planned {
+  std::unique_ptr<Graph> graph;  // owns the plan's UOps
+  Plan plan;
+  std::vector<OptimizedKernel> kernels;
+};
+
+// x (64 x 256 floats: a row is 16 lines) -> y = 2 x -> z = 3 y or 3 yᵀ, every kernel split
+// into `tasks` tasks along its outermost loop.
+Planned two_kernels(bool transposed, int64_t tasks) {
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {64, 256});
+  Tensor y = x.mul(2.0).contiguous();
+  g.add_output("z", (transposed ? y.transpose(0, 1) : y).mul(3.0).uop());
+  Planned p{std::move(owner), plan_graph(g, {}), {}};
+  for (const KernelProgram& k : p.plan.programs) {
+    const UOp* outer = nullptr;
+    for (const UOp* u : k.ast->toposort())
+      if (u->op == Op::RANGE && (!outer || u->range().id < outer->range().id)) outer = u;
+    p.kernels.push_back(apply_opts(k.ast, {{OptKind::Parallel, outer->range().id, tasks}}));
+  }
+  return p;
+}
+
+struct Totals {
+  int64_t cross_reads = 0, cross_writes = 0, read = 0, written = 0;
+};
+
+Totals totals(const Planned& p, int threads) {
+  Totals t;
+  for (const LaunchTraffic& l : cross_core_traffic(p.plan, p.kernels, threads)) {
+    EXPECT_TRUE(l.analysed);
+    t.cross_reads += l.cross_reads;
+    t.cross_writes += l.cross_writes;
+    t.read += l.lines_read;
+    t.written += l.lines_written;
+  }
+  return t;
+}
+
+TEST(CrossCoreTraffic, KernelsSplitAlikeMoveNoLines) {
+  Planned p = two_kernels(false, 2);
+  ASSERT_EQ(p.plan.launches.size(), 2u);
+  Totals t = totals(p, 2);
+  EXPECT_EQ(t.cross_reads, 0);
+  EXPECT_EQ(t.cross_writes, 0);
+  EXPECT_EQ(t.read, 2 * 1024);     // x by the first kernel, y by the second: 64 KiB each
+  EXPECT_EQ(t.written, 2 * 1024);  // y and z
+}
+
+TEST(CrossCoreTraffic, ATransposedReaderTakesHalfItsLinesFromTheOtherCore) {
+  Planned p = two_kernels(true, 2);
+  ASSERT_EQ(p.plan.launches.size(), 2u);
+  std::vector<LaunchTraffic> t = cross_core_traffic(p.plan, p.kernels, 2);
+  // The reader's thread 0 takes z's rows 0-127, i.e. y's columns 0-127: lines 0-7 of every row
+  // of y, half of them (rows 32-63) written by thread 1; thread 1 likewise.
+  EXPECT_EQ(t[1].cross_reads, 2 * 32 * 8);
+  EXPECT_EQ(t[1].cross_writes, 0);  // z is only written
+  // The next run's writer of y finds those lines in the other core.
+  EXPECT_EQ(t[0].cross_reads, 0);
+  EXPECT_EQ(t[0].cross_writes, 2 * 32 * 8);
+  EXPECT_NE(cross_core_report(p.plan, t, 2)
+                .find("32 KiB read from another core's writes, 32 KiB "
+                      "written over lines another core held"),
+            std::string::npos)
+      << cross_core_report(p.plan, t, 2);
+}
+
+TEST(CrossCoreTraffic, OneThreadMovesNothing) {
+  Totals t = totals(two_kernels(true, 2), 1);
+  EXPECT_EQ(t.cross_reads, 0);
+  EXPECT_EQ(t.cross_writes, 0);
+  EXPECT_EQ(t.read, 2 * 1024);
+}
+
+TEST(CrossCoreTraffic, TasksOfOneThreadMoveNothing) {
+  // One task: both kernels run on thread 0 whatever the thread count.
+  Totals t = totals(two_kernels(true, 1), 2);
+  EXPECT_EQ(t.cross_reads, 0);
+  EXPECT_EQ(t.cross_writes, 0);
+}
+
+}  // namespace
+}  // namespace kiln
