@@ -333,6 +333,12 @@ std::string cross_core_report(const Plan& plan, const std::vector<LaunchTraffic>
     os << "\n";
   }
   os << "launch  cross read KiB  cross written KiB  of read KiB  of written KiB  computes\n";
+  // The launches that move the most; the totals above count them all.
+  constexpr size_t kRows = 25;
+  if (moving.size() > kRows) {
+    os << "(the " << kRows << " launches that move the most lines of " << moving.size() << ")\n";
+    moving.resize(kRows);
+  }
   for (const LaunchTraffic* t : moving) {
     const Launch& l = plan.launches[static_cast<size_t>(t->launch)];
     char row[96];

@@ -38,7 +38,7 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
                                               const std::vector<OptimizedKernel>& kernels,
                                               int threads);
 
-// A table of the launches that move lines between cores, largest first, and the totals.
+// The totals, and a table of the (at most 25) launches that move the most lines between cores.
 std::string cross_core_report(const Plan& plan, const std::vector<LaunchTraffic>& traffic,
                               int threads);
 
