@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """tools/bench/run_benchmarks.py's 2-thread ratio per placement of the vCPUs: a round counts
 where the placements before and after it agree (near, far, one core), and the ratio is the
-median kiln latency over the median ORT latency of those rounds. Prints "bench_placement: all
+median of those rounds' kiln/ORT. Prints "bench_placement: all
 checks pass"."""
 import os
 import sys
@@ -30,9 +30,12 @@ got = rb.by_placement(kiln, ort, trips)
 check(set(got) == {"near", "far"}, f"only rounds whose ends agree count: {got}")
 check(got["near"] == (0.8, 1), f"near: one round, 1.0 / 1.25: {got['near']}")
 check(abs(got["far"][0] - 1.1) < 1e-12 and got["far"][1] == 2,
-      f"far: medians 2.2 / 2.0 over two rounds: {got['far']}")
+      f"far: the median of 2.0 / 2.0 and 2.4 / 2.0: {got['far']}")
 check(rb.placement_ratios({"by_placement": got}) == "near 0.80 (1) · far 1.10 (2)",
       rb.placement_ratios({"by_placement": got}))
 check(rb.placement_ratios({}) == "-", "a row without 2-thread placements")
 check(rb.by_placement([1.0], [1.0], [near, one_core]) == {}, "a straddling round alone: nothing")
+# The median of the rounds' ratios, not the ratio of the medians (2 / 2 here).
+got = rb.by_placement([1.0, 3.0, 2.0], [2.0, 1.0, 4.0], [near] * 4)
+check(got == {"near": (0.5, 3)}, f"the median of 0.5, 3.0 and 0.5: {got}")
 print("bench_placement: all checks pass")

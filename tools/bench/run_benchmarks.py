@@ -209,8 +209,9 @@ def placement_kind(trip):
 
 
 def by_placement(kiln_ms, ort_ms, trips):
-    """kiln/ORT over the 2-thread rounds whose placements before and after (trips[i], trips[i +
-    1]) are both near, both far, both one core: {"near": (ratio, rounds), ...}. The host moves
+    """kiln/ORT (the median of the rounds' ratios) over the 2-thread rounds whose placements
+    before and after (trips[i], trips[i + 1]) are both near, both far, both one core: {"near":
+    (ratio, rounds), ...}. The host moves
     the vCPUs within a run and kiln's 2-thread latency moves with them more than ORT's, so one
     median over every kind of round hides which one a ratio measured."""
     out = {}
@@ -218,8 +219,7 @@ def by_placement(kiln_ms, ort_ms, trips):
         rounds = [i for i in range(len(kiln_ms))
                   if all(placement_kind(t) == kind for t in trips[i:i + 2])]
         if rounds:
-            out[kind] = (statistics.median(kiln_ms[i] for i in rounds) /
-                         statistics.median(ort_ms[i] for i in rounds), len(rounds))
+            out[kind] = (statistics.median(kiln_ms[i] / ort_ms[i] for i in rounds), len(rounds))
     return out
 
 
@@ -275,6 +275,10 @@ def bench_model(name, tools, work, rounds, repeat, vcpus=None):
             row["pair_fma"] = (min(shares), max(shares))
         row[f"kiln_{threads}"] = statistics.median(kiln_ms)
         row[f"ort_{threads}"] = statistics.median(ort_ms)
+        # The ratio per round (kiln and ORT seconds apart), then the median: the medians of the
+        # two latencies may come from rounds the host ran differently (the vCPUs near for one,
+        # far for the other).
+        row[f"ratio_{threads}"] = statistics.median(k / o for k, o in zip(kiln_ms, ort_ms))
         if threads == 1:
             row["kiln_ready_ms"] = statistics.median(ready)
             row["ort_session_ms"] = statistics.median(session)
@@ -482,8 +486,8 @@ def table(rows, gemms, peak, quick, avx2=False):
     ]
     for r in rows:
         lines.append(
-            f"| {r['model']} | {r['kiln_1']:.2f} | {r['ort_1']:.2f} | **{r['kiln_1'] / r['ort_1']:.2f}** | "
-            f"{r['kiln_2']:.2f} | {r['ort_2']:.2f} | **{r['kiln_2'] / r['ort_2']:.2f}** | "
+            f"| {r['model']} | {r['kiln_1']:.2f} | {r['ort_1']:.2f} | **{r['ratio_1']:.2f}** | "
+            f"{r['kiln_2']:.2f} | {r['ort_2']:.2f} | **{r['ratio_2']:.2f}** | "
             f"{r['kiln_1'] / r['kiln_2']:.2f}× | {r['kiln_ready_ms']:.1f} | {r['ort_session_ms']:.1f} | "
             f"{r['kiln_rss']:.0f} | {r['ort_rss']:.0f} | {'yes' if r['outputs_agree'] else 'NO'} "
             f"({r['max_rel_diff']:.1e}) | {r['compile_s']:.1f} | {round_trips(r)} | {placement_ratios(r)} |")
