@@ -328,7 +328,7 @@ std::string cross_core_report(const Plan& plan, const std::vector<LaunchTraffic>
      << " KiB written over lines another core held; of " << kib(read) << " KiB read and "
      << kib(written) << " KiB written\n";
   if (!skipped.empty()) {
-    os << "not walked (symbolic):";
+    os << "not walked (symbolic sizes, or indices read from data):";
     for (const std::string& s : skipped) os << " " << s;
     os << "\n";
   }

@@ -29,7 +29,7 @@ struct LaunchTraffic {
   int64_t lines_written = 0;  // ... and writes
   int64_t cross_reads = 0;    // lines a thread reads that another thread wrote last
   int64_t cross_writes = 0;   // lines a thread writes that another thread's core still holds
-  bool analysed = true;       // false: a symbolic extent or index (not walked)
+  bool analysed = true;       // false: a symbolic extent, or an index read from data (not walked)
 };
 
 // The steady-state traffic of every launch of `plan` (in launch order) at `threads` threads.

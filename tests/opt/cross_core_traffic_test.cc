@@ -97,5 +97,23 @@ TEST(CrossCoreTraffic, TasksOfOneThreadMoveNothing) {
   EXPECT_EQ(t.cross_writes, 0);
 }
 
+TEST(CrossCoreTraffic, AGatherIsNotWalked) {
+  // Rows of a table chosen by an input: which lines a task reads is known only at run time.
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  Tensor table = Tensor::input(g, "table", dtypes::float32, {64, 256});
+  Tensor rows = Tensor::input(g, "rows", dtypes::int64, {32});
+  g.add_output("picked", table.mul(2.0).contiguous().gather(rows, 0).mul(3.0).uop());
+  Plan plan = plan_graph(g, {});
+  std::vector<OptimizedKernel> kernels;
+  for (const KernelProgram& k : plan.programs) kernels.push_back(apply_opts(k.ast, {}));
+  std::vector<LaunchTraffic> t = cross_core_traffic(plan, kernels, 2);
+  int walked = 0, not_walked = 0;
+  for (const LaunchTraffic& l : t) (l.analysed ? walked : not_walked) += 1;
+  EXPECT_EQ(not_walked, 1);
+  EXPECT_GE(walked, 1);
+  EXPECT_NE(cross_core_report(plan, t, 2).find("not walked"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln
