@@ -515,6 +515,9 @@ def main():
     ap.add_argument("--build", default=os.path.join(TOP, "build"))
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--quick", action="store_true", help="fewer rounds and repeats")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds per model and thread count (default 5): more rounds see more of "
+                         "the host's placements of the vCPUs (the last column)")
     ap.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     ap.add_argument("--variants", action="store_true",
                     help="packages of kernel variants against single-target packages")
@@ -546,7 +549,7 @@ def main():
                   os.path.join(a.build, "tools/kiln-run/kiln-run"), ort_dir,
                   ("--cpu", AVX2_CPU) if a.avx2 else ())
     work = os.path.join(a.build, "bench")
-    rounds, repeat = (1, 10) if a.quick else (5, 30)
+    rounds, repeat = (1, 10) if a.quick else (a.rounds, 30)
     # The peak is measured next to each GEMM as well and the highest value kept: on a shared
     # (virtual) machine one measurement can land in a slow phase and report GEMMs above "peak".
     def measure_peak(tool="fma_peak"):
