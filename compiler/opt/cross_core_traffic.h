@@ -11,7 +11,8 @@
 // docs/performance.md). The analysis walks every access of every launch to intermediates,
 // inputs and outputs (weights are only read and stay shared), line by line, through two runs,
 // and reports the second (the steady state). It assumes no stealing and unbounded caches, so it
-// counts what a split and the memory plan ask for, not what a given host's evictions forgive.
+// counts what a split and the memory plan ask for, not what a given host's evictions forgive;
+// a loop's body (a recurrent net's step) counts once.
 #pragma once
 
 #include <cstdint>
