@@ -51,6 +51,7 @@ void optimize_run(Compilation& c) {
     o.timer = &timer;
   }
   if (!o.times) o.times = c.options.times;
+  o.threads = c.a.graph->lowering().threads;
   c.a.optimized = optimize_programs(c.a.plan, c.target, o, &c.a.tuning);
   set_launch_tasks(c.a.plan, c.a.optimized);
   if (int t = c.options.cross_core_threads; t > 0)

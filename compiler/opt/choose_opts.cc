@@ -88,7 +88,7 @@ std::vector<OptimizedKernel> optimize_programs(const Plan& plan, const TargetInf
   }
   std::vector<bool> heuristic;
   for (const KernelProgram& p : plan.programs) heuristic.push_back(chosen_by_heuristics(p, o));
-  follow_producer_splits(plan, opt_target(t, o.opt_level), heuristic, out);
+  follow_producer_splits(plan, opt_target(t, o.opt_level), heuristic, out, o.threads);
   return out;
 }
 

@@ -35,6 +35,10 @@ struct TuningOptions {
   // Opts by program name, applied as given (tests force tiles through this).
   const std::map<std::string, std::vector<Opt>>* forced = nullptr;
   PassTimes* times = nullptr;  // progress lines during beam search
+  // The threads the package's sessions will run (LoweringOptions::threads, kilnc --threads):
+  // task splits that only pay where tasks run on several cores apply above 1
+  // (split_affinity.h).
+  int64_t threads = 1;
 };
 
 // What tuning did (counted when beam search or a cache is in use).

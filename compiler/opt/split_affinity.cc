@@ -54,20 +54,20 @@ std::vector<const UOp*> load_indices(const UOp* ast, int64_t arg) {
   return out;
 }
 
-// The output loop of `ast` that walks `axis` of argument `arg` in every access of that argument,
-// so that a task split along it reads only the part its producer's task of the same share wrote:
-// the loop whose span in the buffer (stride times size) is the axis's within a factor of two,
-// which is the same axis, a stride-2 window's (twice the stride, half the size), the rows of a
-// map whose positions the producer walked as one loop, or a padded map's; a column loop or a
-// channel loop spans far less or far more. nullptr if there is none, or more than one.
-const UOp* loop_along(const UOp* ast, int64_t arg, SplitAxis axis) {
-  KernelRanges kr = kernel_ranges(ast);
+// The one range among `candidates` that walks `axis` of argument `arg` of `ast` in every access
+// of that argument: the range whose span in the buffer (stride times size) is the axis's within
+// a factor of two, which is the same axis, a stride-2 window's (twice the stride, half the
+// size), the rows of a map whose positions the producer walked as one loop, or a padded map's;
+// a column loop or a channel loop spans far less or far more. nullptr if there is none, or more
+// than one.
+const UOp* walking(const UOp* ast, int64_t arg, SplitAxis axis,
+                   const std::vector<const UOp*>& candidates) {
   const UOp* stored = store_index(ast);
   std::vector<const UOp*> indices = arg == 0 ? std::vector<const UOp*>{} : load_indices(ast, arg);
   if (arg == 0 && stored) indices.push_back(stored);
   if (indices.empty()) return nullptr;
   const UOp* found = nullptr;
-  for (const UOp* r : kr.loops) {
+  for (const UOp* r : candidates) {
     bool walks = true;
     for (const UOp* idx : indices) {
       int64_t s = stride_of(idx, r), span = s * size_of(r);
@@ -78,6 +78,18 @@ const UOp* loop_along(const UOp* ast, int64_t arg, SplitAxis axis) {
     found = r;
   }
   return found;
+}
+
+// The output loop that walks `axis` of argument `arg`, so that a task split along it reads only
+// the part its producer's task of the same share wrote.
+const UOp* loop_along(const UOp* ast, int64_t arg, SplitAxis axis) {
+  return walking(ast, arg, axis, kernel_ranges(ast).loops);
+}
+
+// The reduce range of `ast` that walks `axis` of argument `arg` in every access of it (the
+// sum over a Winograd product's points in its output pass), or nullptr.
+const UOp* reduce_along(const UOp* ast, int64_t arg, SplitAxis axis) {
+  return walking(ast, arg, axis, kernel_ranges(ast).reduces);
 }
 
 // The kernels whose split follows whenever there is a loop along the producer's: any but a
@@ -141,11 +153,97 @@ std::vector<bool> alone_in_group(const Plan& plan) {
   return alone;
 }
 
+// `k` with its tasks along output loop `x` instead (x outermost, TILE by 1), two or more; throws
+// OptRefused where the applier refuses it or `x` has fewer iterations left.
+OptimizedKernel split_along_loop(const UOp* ast, const OptimizedKernel& k, const UOp* x,
+                                 const OptTarget& t) {
+  std::vector<Opt> opts;
+  for (const Opt& o : k.opts)
+    if (o.kind != OptKind::Parallel) opts.push_back(o);
+  int64_t n = remaining_of(x, opts);
+  if (n < 2) throw OptRefused(opts.size(), "fewer than two tasks");
+  Opt outermost{OptKind::Tile, x->range().id, 1};
+  if (std::find(opts.begin(), opts.end(), outermost) == opts.end()) opts.push_back(outermost);
+  opts.push_back({OptKind::Parallel, x->range().id, std::min<int64_t>(n, t.max_tasks)});
+  return apply_opts(ast, opts);
+}
+
+// A contraction whose tasks split an axis that every reader of its output sums over (a Winograd
+// product split by its points, which the output pass sums) hands every reader half its input
+// from the other core's cache, and every next write of the product takes those lines back:
+// at 2 threads squeezenet1_1 read and wrote 18.4 MB across per run, 14.2 with its products split
+// along their output channels; resnet18 49.3 and 47.7 MB, resnet50 81.0 and 78.9 (kilnc
+// --cross-core). So such a launch, alone in its group with readers alone in theirs (all chosen by
+// the heuristics), splits along its most contiguous output loop (the output channels) where
+// every reader keeps it as an output loop, and the readers along theirs, each in two tasks or
+// more. Against the packages before (tools/bench/ab_bench, 2 threads, vCPUs far): resnet50 0.966
+// and 0.973 (copies 0.988, 1.016), resnet18 0.996 and 1.001 (1.006, 1.024), squeezenet1_1 0.995
+// and 0.987 (0.993, 0.998); near, squeezenet1_1 0.996 (1.002, 121 runs). Only in packages for
+// several threads: for one thread the split is moot and its order (output channels outermost)
+// made squeezenet1_1's 55x55 product 54 -> 72 us. Returns whether it did.
+bool split_where_readers_keep(const Plan& plan, size_t at, const OptTarget& t,
+                              const std::vector<bool>& heuristic, const std::vector<bool>& alone,
+                              std::vector<OptimizedKernel>& kernels) {
+  const Launch& l = plan.launches[at];
+  size_t p = static_cast<size_t>(l.program);
+  const UOp* ast = plan.programs.at(p).ast;
+  const UOp* stored = store_index(ast);
+  SplitAxis now = split_axis(ast, kernels[p]);
+  const UOp* split = parallel_loop(ast, kernels[p]);
+  if (!stored || now.stride == 0 || !alone[at] || !is_contraction_kernel(ast) ||
+      kernel_ranges(ast).reduces.size() != 1)
+    return false;
+  // Only a batch axis of a product over one reduce range, which both operands walk (a Winograd
+  // product's points): a 1x1 layer split along its output channels or positions and read by
+  // another layer that sums them keeps its split (a spatial split of every 1x1 layer made
+  // efficientnet_b0 and resnet18 slower at 2 threads; see above), and so does a depthwise layer
+  // (two reduce ranges, the window's) split along its channels.
+  for (const UOp* load : product_loads(ast))
+    if (!depends_on(load, split)) return false;
+  std::vector<std::pair<size_t, int64_t>> readers;  // (launch, argument)
+  for (size_t i = at + 1; i < plan.launches.size(); ++i)
+    for (size_t a = 1; a < plan.launches[i].args.size(); ++a)
+      if (plan.launches[i].args[a] == l.args[0]) readers.push_back({i, static_cast<int64_t>(a)});
+  if (readers.empty()) return false;
+  for (auto [i, a] : readers) {
+    size_t q = static_cast<size_t>(plan.launches[i].program);
+    if (q == p || !heuristic.at(q) || !alone[i] || !reduce_along(plan.programs[q].ast, a, now))
+      return false;
+  }
+  // The output loop stored most contiguously (a product's output channels), only: split along
+  // its tiles instead (where its channels are one vector, or its output pass's), each task
+  // re-read every transformed weight, and U-Net's 2-thread package ran 2% slower (resnet18's
+  // 56x56 chains: 2.3%).
+  const UOp* x = nullptr;
+  for (const UOp* r : kernel_ranges(ast).loops)
+    if (r != split && stride_of(stored, r) > 0 &&
+        (!x || stride_of(stored, r) < stride_of(stored, x)))
+      x = r;
+  if (x) {
+    int64_t s = stride_of(stored, x);
+    try {
+      std::vector<std::pair<size_t, OptimizedKernel>> next;  // (program, kernel)
+      next.push_back({p, split_along_loop(ast, kernels[p], x, t)});
+      for (auto [i, a] : readers) {
+        size_t q = static_cast<size_t>(plan.launches[i].program);
+        const UOp* y = loop_along(plan.programs[q].ast, a, SplitAxis{s, s * size_of(x)});
+        if (!y) throw OptRefused(0, "a reader does not keep the loop");
+        next.push_back({q, split_along_loop(plan.programs[q].ast, kernels[q], y, t)});
+      }
+      for (auto& [q, k] : next) kernels[q] = std::move(k);
+      return true;
+    } catch (const OptRefused&) {
+      // the splits stand
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void follow_producer_splits(const Plan& plan, const OptTarget& t,
                             const std::vector<bool>& heuristic,
-                            std::vector<OptimizedKernel>& kernels) {
+                            std::vector<OptimizedKernel>& kernels, int64_t threads) {
   std::map<int, SplitAxis> split_of;  // buffer -> the axis its writer's tasks split
   std::vector<bool> decided(kernels.size(), false);
   std::vector<bool> alone = alone_in_group(plan);
@@ -180,6 +278,9 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
           // the first choice stands
         }
       }
+      if (threads > 1)
+        split_where_readers_keep(plan, static_cast<size_t>(&l - plan.launches.data()), t, heuristic,
+                                 alone, kernels);
     }
     if (SplitAxis axis = split_axis(ast, kernels[p]); axis.stride > 0)
       split_of[l.args.at(0)] = axis;

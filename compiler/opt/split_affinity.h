@@ -21,7 +21,9 @@
 // tasks, not in per-launch shares). Otherwise they keep their split: theirs is a trade of re-read
 // weights and inputs that the heuristics weigh (heuristics.cc, streaming_order), and following
 // unconditionally lost whole models time (split_affinity.cc, free_to_follow). Forced and tuned
-// kernels keep theirs.
+// kernels keep theirs. In a package for several threads a batched product split along an axis
+// its readers sum over (a Winograd product's points) splits along its output channels where the
+// readers keep them, and the readers along them (split_where_readers_keep).
 #pragma once
 
 #include <vector>
@@ -37,8 +39,11 @@ namespace kiln {
 // `kernels` are the programs' current choices (their PARALLEL opts say how each producer split);
 // `heuristic[i]` is false for a program whose opts were not the heuristics' (forced, tuned),
 // which keeps them. A program launched more than once follows its first launch's producer.
+// In a package for several `threads`, a batched product whose tasks split an axis that every
+// reader sums over (a Winograd product's points) splits along an output loop its readers keep
+// (its output channels), and they along it too (split_where_readers_keep in the .cc).
 void follow_producer_splits(const Plan& plan, const OptTarget& t,
                             const std::vector<bool>& heuristic,
-                            std::vector<OptimizedKernel>& kernels);
+                            std::vector<OptimizedKernel>& kernels, int64_t threads = 1);
 
 }  // namespace kiln

@@ -37,14 +37,16 @@ struct Chain {
 };
 
 // The graph planned, each kernel optimized by the heuristics, then (with `follow`) by
-// follow_producer_splits.
-Chain optimized(std::unique_ptr<Graph> owner, const OptTarget& t, bool follow) {
+// follow_producer_splits for a package of `threads` threads.
+Chain optimized(std::unique_ptr<Graph> owner, const OptTarget& t, bool follow,
+                int64_t threads = 1) {
   Plan plan = plan_graph(*owner, {});
   Chain c{std::move(owner), std::move(plan), {}};
   for (const KernelProgram& p : c.plan.programs)
     c.kernels.push_back(apply_opts(p.ast, default_opts(p.ast, t)));
   if (follow)
-    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels);
+    follow_producer_splits(c.plan, t, std::vector<bool>(c.plan.programs.size(), true), c.kernels,
+                           threads);
   return c;
 }
 
@@ -153,6 +155,49 @@ std::vector<std::pair<int64_t, int64_t>> splits(const Chain& c) {
     out.push_back({split_stride(c.plan.programs[p], c.kernels[p]), c.kernels[p].ntasks});
   }
   return out;
+}
+
+// x (32 channels, 27x27) -> 3x3 conv to 128, padding 1 -> ReLU (squeezenet1_1's fire4
+// expansion): Winograd F(4, 3), whose product (36 points x 56 tiles x 128 channels) the output
+// pass reads, summing the points.
+Chain winograd_expansion(const OptTarget& t, int64_t threads) {
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  g.lowering().vector_bytes = t.vector_bytes;
+  g.lowering().threads = threads;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 32, 27, 27});
+  NDArray w(dtypes::float32, {128, 32, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.set(i, ConstValue::of_float(0.01 * (i % 5)));
+  ConvParams three{{1, 1}, {{1, 1}, {1, 1}}, {1, 1}, 1};
+  g.add_output("y", relu(conv(x, Tensor::weight(g, "w", w), nullptr, three)).uop());
+  return optimized(std::move(owner), t, true, threads);
+}
+
+// In a package for 2 threads the product splits along its output channels (stride 1, 4 tiles of
+// 32), which the output pass keeps, and the pass along them too; for 1 thread the product keeps
+// its points (7168 apart) and the pass its tiles.
+TEST(SplitAffinity, AWinogradProductSplitsAlongTheChannelsItsOutputPassKeepsAtTwoThreads) {
+  for (int64_t threads : {1, 2}) {
+    Chain c = winograd_expansion(avx512(), threads);
+    std::vector<std::pair<int64_t, int64_t>> s = splits(c);
+    size_t product = c.plan.launches.size(), pass = product;
+    for (size_t i = 0; i < c.plan.launches.size(); ++i)
+      if (c.plan.buffer(c.plan.launches[i].args[0]).numel() == 36 * 56 * 128) product = i;
+    ASSERT_LT(product, c.plan.launches.size()) << "no product of 36 x 56 x 128";
+    int m = c.plan.launches[product].args[0];
+    for (size_t i = product + 1; i < c.plan.launches.size(); ++i) {
+      const std::vector<int>& args = c.plan.launches[i].args;
+      if (std::find(args.begin() + 1, args.end(), m) != args.end()) pass = i;
+    }
+    ASSERT_LT(pass, c.plan.launches.size()) << "no reader of the product";
+    if (threads == 1) {
+      EXPECT_EQ(s[product].first, 56 * 128) << "1 thread: the points";
+      EXPECT_NE(s[pass].first, 1) << "1 thread: the pass keeps its own split";
+    } else {
+      EXPECT_EQ(s[product], std::make_pair(int64_t{1}, int64_t{4})) << "2 threads: the channels";
+      EXPECT_EQ(s[pass], std::make_pair(int64_t{1}, int64_t{4})) << "2 threads: the channels";
+    }
+  }
 }
 
 // The padded map is 96 x 114 x 114 (rows 114 apart, channels 12996); the (unstrided) depthwise
