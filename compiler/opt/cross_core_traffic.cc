@@ -121,18 +121,25 @@ class IndexProgram {
   std::unordered_map<const UOp*, int> slot_;
 };
 
-// Where each buffer's bytes start in one address space: intermediates at their arena offsets,
-// inputs and outputs after the arena; -1 for weights (only read: their lines stay shared).
-std::vector<int64_t> buffer_bases(const Plan& plan) {
-  std::vector<int64_t> base(plan.buffers.size(), -1);
-  for (const MemorySlot& s : plan.memory.slots) base[static_cast<size_t>(s.buffer)] = s.offset;
+// One address space: where each buffer's bytes start (intermediates at their arena offsets,
+// inputs and outputs after the arena; -1 for weights, only read: their lines stay shared), and
+// how many lines it spans.
+struct AddressSpace {
+  std::vector<int64_t> base;
+  int64_t lines = 0;
+};
+
+AddressSpace address_space(const Plan& plan) {
+  AddressSpace a{std::vector<int64_t>(plan.buffers.size(), -1), 0};
+  for (const MemorySlot& s : plan.memory.slots) a.base[static_cast<size_t>(s.buffer)] = s.offset;
   int64_t end = (plan.memory.arena_bytes + kLine - 1) / kLine * kLine;
   for (const PlanBuffer& b : plan.buffers)
     if (b.kind == BufferKind::Input || b.kind == BufferKind::Output) {
-      base[static_cast<size_t>(b.id)] = end;
+      a.base[static_cast<size_t>(b.id)] = end;
       end += (b.bytes() + kLine - 1) / kLine * kLine;
     }
-  return base;
+  a.lines = end / kLine;
+  return a;
 }
 
 // The lines one launch reads and writes, per thread.
@@ -156,8 +163,11 @@ LaunchLines launch_lines(const Plan& plan, const Launch& l, const OptimizedKerne
   // The thread that runs each iteration of the parallel loop: task i covers [i N / T, (i + 1)
   // N / T) of its N iterations (kernel_emitter.cc).
   const UOp* parallel = nullptr;
-  for (const UOp* u : k.ast->toposort())
+  std::vector<const UOp*> stored;  // the INDEX nodes stores write through
+  for (const UOp* u : k.ast->toposort()) {
     if (u->op == Op::RANGE && u->range().kind == AxisKind::Parallel) parallel = u;
+    if (u->op == Op::STORE) stored.push_back(u->src[0]);
+  }
   std::vector<int> thread_of;
   std::vector<int> running;  // threads with at least one task of the launch
   try {
@@ -172,9 +182,6 @@ LaunchLines launch_lines(const Plan& plan, const Launch& l, const OptimizedKerne
       int t = thread_of_item(first_item + task);
       if (std::find(running.begin(), running.end(), t) == running.end()) running.push_back(t);
     }
-    std::vector<const UOp*> stored;  // the INDEX nodes stores write through
-    for (const UOp* u : k.ast->toposort())
-      if (u->op == Op::STORE) stored.push_back(u->src[0]);
     for (const UOp* u : k.ast->toposort()) {
       if (u->op != Op::INDEX || u->src[0]->op != Op::DEFINE_GLOBAL) continue;
       size_t arg = static_cast<size_t>(u->src[0]->iarg());
@@ -242,11 +249,7 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
                                               const std::vector<OptimizedKernel>& kernels,
                                               int threads) {
   KILN_CHECK(threads >= 1 && threads <= 8, "cross_core_traffic: 1 to 8 threads, not ", threads);
-  std::vector<int64_t> base = buffer_bases(plan);
-  int64_t lines = 0;
-  for (const PlanBuffer& b : plan.buffers)
-    if (base[static_cast<size_t>(b.id)] >= 0)
-      lines = std::max(lines, (base[static_cast<size_t>(b.id)] + b.bytes()) / kLine + 1);
+  AddressSpace space = address_space(plan);
   std::vector<LaunchLines> touched(plan.launches.size());
   std::vector<LaunchTraffic> out(plan.launches.size());
   for (const std::vector<int>& group : plan.groups) {
@@ -258,13 +261,13 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
     for (int l : group) items += kernel(l).ntasks;
     for (int l : group) {
       touched[static_cast<size_t>(l)] = launch_lines(plan, plan.launches[static_cast<size_t>(l)],
-                                                     kernel(l), base, threads, first, items);
+                                                     kernel(l), space.base, threads, first, items);
       first += kernel(l).ntasks;
     }
   }
   // Per line: the thread that wrote it last (-1: none yet), and the threads whose cores hold it.
-  std::vector<int8_t> writer(static_cast<size_t>(lines), -1);
-  std::vector<uint8_t> holders(static_cast<size_t>(lines), 0);
+  std::vector<int8_t> writer(static_cast<size_t>(space.lines), -1);
+  std::vector<uint8_t> holders(static_cast<size_t>(space.lines), 0);
   for (int run = 0; run < 2; ++run) {
     bool counted = run == 1;
     for (const std::vector<int>& group : plan.groups) {

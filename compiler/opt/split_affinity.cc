@@ -114,6 +114,15 @@ bool free_to_follow(const UOp* ast) {
   return kernel_ranges(ast).reduces.size() >= 2;
 }
 
+// The launches after `from` that read `buffer`, each with the argument it reads it as.
+std::vector<std::pair<size_t, int64_t>> readers_of(const Plan& plan, size_t from, int buffer) {
+  std::vector<std::pair<size_t, int64_t>> out;
+  for (size_t i = from + 1; i < plan.launches.size(); ++i)
+    for (size_t a = 1; a < plan.launches[i].args.size(); ++a)
+      if (plan.launches[i].args[a] == buffer) out.push_back({i, static_cast<int64_t>(a)});
+  return out;
+}
+
 // Whether every launch after `from` that reads `buffer` already splits along `axis` (its tasks'
 // loop walks the same span of the buffer) and is alone in its parallel group, so that a
 // contraction that follows its producer moves no other core's lines to its readers: resnet50's
@@ -126,16 +135,12 @@ bool free_to_follow(const UOp* ast) {
 // may leave the axis. Launches of `self` (the program deciding) count as reading along it.
 bool readers_along(const Plan& plan, size_t from, int buffer, SplitAxis axis, size_t self,
                    const std::vector<OptimizedKernel>& kernels, const std::vector<bool>& alone) {
-  for (size_t i = from + 1; i < plan.launches.size(); ++i) {
-    const Launch& l = plan.launches[i];
-    size_t q = static_cast<size_t>(l.program);
+  for (auto [i, a] : readers_of(plan, from, buffer)) {
+    size_t q = static_cast<size_t>(plan.launches[i].program);
     if (q == self) continue;
     const UOp* ast = plan.programs.at(q).ast;
-    for (size_t a = 1; a < l.args.size(); ++a) {
-      if (l.args[a] != buffer) continue;
-      const UOp* along = loop_along(ast, static_cast<int64_t>(a), axis);
-      if (!along || !alone[i] || parallel_loop(ast, kernels[q]) != along) return false;
-    }
+    const UOp* along = loop_along(ast, a, axis);
+    if (!along || !alone[i] || parallel_loop(ast, kernels[q]) != along) return false;
   }
   return true;
 }
@@ -190,8 +195,9 @@ bool split_where_readers_keep(const Plan& plan, size_t at, const OptTarget& t,
   const UOp* stored = store_index(ast);
   SplitAxis now = split_axis(ast, kernels[p]);
   const UOp* split = parallel_loop(ast, kernels[p]);
+  KernelRanges kr = kernel_ranges(ast);
   if (!stored || now.stride == 0 || !alone[at] || !is_contraction_kernel(ast) ||
-      kernel_ranges(ast).reduces.size() != 1)
+      kr.reduces.size() != 1)
     return false;
   // Only a batch axis of a product over one reduce range, which both operands walk (a Winograd
   // product's points): a 1x1 layer split along its output channels or positions and read by
@@ -200,10 +206,7 @@ bool split_where_readers_keep(const Plan& plan, size_t at, const OptTarget& t,
   // (two reduce ranges, the window's) split along its channels.
   for (const UOp* load : product_loads(ast))
     if (!depends_on(load, split)) return false;
-  std::vector<std::pair<size_t, int64_t>> readers;  // (launch, argument)
-  for (size_t i = at + 1; i < plan.launches.size(); ++i)
-    for (size_t a = 1; a < plan.launches[i].args.size(); ++a)
-      if (plan.launches[i].args[a] == l.args[0]) readers.push_back({i, static_cast<int64_t>(a)});
+  std::vector<std::pair<size_t, int64_t>> readers = readers_of(plan, at, l.args[0]);
   if (readers.empty()) return false;
   for (auto [i, a] : readers) {
     size_t q = static_cast<size_t>(plan.launches[i].program);
@@ -215,7 +218,7 @@ bool split_where_readers_keep(const Plan& plan, size_t at, const OptTarget& t,
   // re-read every transformed weight, and U-Net's 2-thread package ran 2% slower (resnet18's
   // 56x56 chains: 2.3%).
   const UOp* x = nullptr;
-  for (const UOp* r : kernel_ranges(ast).loops)
+  for (const UOp* r : kr.loops)
     if (r != split && stride_of(stored, r) > 0 &&
         (!x || stride_of(stored, r) < stride_of(stored, x)))
       x = r;

@@ -197,6 +197,7 @@ def placement(build_dir, single_peak):
 # which they are the two hardware threads of one core (~50%; docs/performance.md).
 FAR_ROUND_TRIP_NS = 350
 ONE_CORE_FMA_SHARE = 0.75
+PLACEMENTS = ("near", "far", "one core")
 
 
 def placement_kind(trip):
@@ -211,9 +212,9 @@ def placement_kind(trip):
 def by_placement(kiln_ms, ort_ms, trips):
     """kiln/ORT (the median of the rounds' ratios) over the 2-thread rounds whose placements
     before and after (trips[i], trips[i + 1]) are both near, both far, both one core: {"near":
-    (ratio, rounds), ...}. The host moves
-    the vCPUs within a run and kiln's 2-thread latency moves with them more than ORT's, so one
-    median over every kind of round hides which one a ratio measured."""
+    (ratio, rounds), ...}. The host moves the vCPUs within a run and kiln's 2-thread latency
+    moves with them more than ORT's, so one median over every kind of round hides which one a
+    ratio measured."""
     out = {}
     for kind in PLACEMENTS:
         rounds = [i for i in range(len(kiln_ms))
@@ -221,9 +222,6 @@ def by_placement(kiln_ms, ort_ms, trips):
         if rounds:
             out[kind] = (statistics.median(kiln_ms[i] / ort_ms[i] for i in rounds), len(rounds))
     return out
-
-
-PLACEMENTS = ("near", "far", "one core")
 
 
 def bench_model(name, tools, work, rounds, repeat, vcpus=None):
@@ -457,7 +455,7 @@ def round_trips(row):
 
 
 def placement_ratios(row):
-    """The 2-thread ratio over near rounds and over far ones, with their round counts."""
+    """The 2-thread ratio per placement (near, far, one core), with its round count."""
     kinds = row.get("by_placement", {})
     return " · ".join(f"{kind} {kinds[kind][0]:.2f} ({kinds[kind][1]})" for kind in PLACEMENTS
                       if kind in kinds) or "-"
