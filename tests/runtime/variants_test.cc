@@ -44,14 +44,22 @@ std::vector<std::string> fleet() {
   return {"x86-64-v2", "x86-64-v3", "x86-64-v4"};
 }
 
+// The graph file the packages are compiled from, written once per process and removed when the
+// process exits (each test runs in a process of its own under ctest).
+struct ModelFile {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("kiln_variants_" + std::to_string(::getpid()) + ".kg"))
+                         .string();
+  ModelFile() { write_file(path, kNet); }
+  ~ModelFile() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+};
+
 std::string model_file() {
-  static const std::string path = [] {
-    auto p = std::filesystem::temp_directory_path() /
-             ("kiln_variants_" + std::to_string(::getpid()) + ".kg");
-    write_file(p.string(), kNet);
-    return p.string();
-  }();
-  return path;
+  static const ModelFile file;
+  return file.path;
 }
 
 // The package for `cpus` (empty: the host), and the targets it was made for.
