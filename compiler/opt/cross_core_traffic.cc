@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 
@@ -265,9 +266,23 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
       first += kernel(l).ntasks;
     }
   }
-  // Per line: the thread that wrote it last (-1: none yet), and the threads whose cores hold it.
+  // Per line: the thread and the launch that wrote it last (-1: none yet), the threads whose
+  // cores hold it, and the buffer of its last access.
   std::vector<int8_t> writer(static_cast<size_t>(space.lines), -1);
+  std::vector<int> writer_launch(static_cast<size_t>(space.lines), -1);
   std::vector<uint8_t> holders(static_cast<size_t>(space.lines), 0);
+  std::vector<int> tenant(static_cast<size_t>(space.lines), -1);
+  // The buffer among launch l's inputs (or its output) that holds `line`.
+  auto buffer_at = [&](int l, int64_t line, bool written) {
+    const std::vector<int>& args = plan.launches[static_cast<size_t>(l)].args;
+    if (written) return args.at(0);
+    for (size_t a = 1; a < args.size(); ++a) {
+      int64_t at = space.base[static_cast<size_t>(args[a])];
+      if (at >= 0 && line * kLine >= at && line * kLine < at + plan.buffer(args[a]).bytes())
+        return args[a];
+    }
+    return -1;
+  };
   for (int run = 0; run < 2; ++run) {
     bool counted = run == 1;
     for (const std::vector<int>& group : plan.groups) {
@@ -276,20 +291,30 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
         const LaunchLines& t = touched[static_cast<size_t>(l)];
         for (int th = 0; th < threads; ++th)
           for (int64_t line : t.reads[static_cast<size_t>(th)]) {
-            int8_t w = writer[static_cast<size_t>(line)];
-            if (counted && w >= 0 && w != th) ++out[static_cast<size_t>(l)].cross_reads;
-            holders[static_cast<size_t>(line)] |= static_cast<uint8_t>(1u << th);
+            size_t at = static_cast<size_t>(line);
+            int8_t w = writer[at];
+            if (counted && w >= 0 && w != th) {
+              ++out[static_cast<size_t>(l)].cross_reads;
+              ++out[static_cast<size_t>(l)].read_from[writer_launch[at]];
+            }
+            holders[at] |= static_cast<uint8_t>(1u << th);
+            tenant[at] = buffer_at(l, line, false);
           }
       }
       for (int l : group) {
         const LaunchLines& t = touched[static_cast<size_t>(l)];
         for (int th = 0; th < threads; ++th)
           for (int64_t line : t.writes[static_cast<size_t>(th)]) {
+            size_t at = static_cast<size_t>(line);
             uint8_t mine = static_cast<uint8_t>(1u << th);
-            if (counted && (holders[static_cast<size_t>(line)] & ~mine))
+            if (counted && (holders[at] & ~mine)) {
               ++out[static_cast<size_t>(l)].cross_writes;
-            holders[static_cast<size_t>(line)] = mine;
-            writer[static_cast<size_t>(line)] = static_cast<int8_t>(th);
+              ++out[static_cast<size_t>(l)].written_over[tenant[at]];
+            }
+            holders[at] = mine;
+            writer[at] = static_cast<int8_t>(th);
+            writer_launch[at] = l;
+            tenant[at] = buffer_at(l, line, true);
           }
       }
     }
@@ -349,6 +374,58 @@ std::string cross_core_report(const Plan& plan, const std::vector<LaunchTraffic>
                   kib(t->cross_reads).c_str(), kib(t->cross_writes).c_str(),
                   kib(t->lines_read).c_str(), kib(t->lines_written).c_str());
     os << row << l.label(plan.programs[static_cast<size_t>(l.program)].name) << "\n";
+  }
+  // The pairs that move the most: which consumer reads which producer's lines across, and
+  // which buffer's writes find which buffer's lines in the other core (itself: its readers'
+  // copies; another: the tenant before it in the arena).
+  constexpr size_t kPairs = 10;
+  std::vector<std::pair<int64_t, std::pair<int, int>>> reads, writes;  // (lines, (from, to))
+  for (const LaunchTraffic& t : traffic) {
+    for (auto [w, n] : t.read_from) reads.push_back({n, {w, t.launch}});
+    for (auto [b, n] : t.written_over)
+      writes.push_back({n, {plan.launches[static_cast<size_t>(t.launch)].args.at(0), b}});
+  }
+  auto merge = [](std::vector<std::pair<int64_t, std::pair<int, int>>>& v) {
+    std::map<std::pair<int, int>, int64_t> sum;
+    for (auto& [n, k] : v) sum[k] += n;
+    v.clear();
+    for (auto& [k, n] : sum) v.push_back({n, k});
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    if (v.size() > kPairs) v.resize(kPairs);
+  };
+  merge(reads);
+  merge(writes);
+  // A buffer as its name, size and first writer (launch), or its kind.
+  auto buffer = [&](int b) {
+    if (b < 0) return std::string("(unknown)");
+    const PlanBuffer& pb = plan.buffer(b);
+    std::string s = pb.name + ", " + kib((pb.bytes() + kLine - 1) / kLine) + " KiB";
+    for (size_t i = 0; i < plan.launches.size(); ++i)
+      if (plan.launches[i].args.at(0) == b) return s + " (launch " + std::to_string(i) + ")";
+    return s + (pb.kind == BufferKind::Input ? " (input)" : "");
+  };
+  if (!reads.empty()) {
+    os << "read from another core, by the launch that wrote the lines (the " << reads.size()
+       << " largest pairs):\nwriter  reader  KiB\n";
+    for (auto& [n, k] : reads) {
+      char row[64];
+      std::snprintf(row, sizeof row, "%-6d  %-6d  %s\n", k.first, k.second, kib(n).c_str());
+      os << row;
+    }
+  }
+  if (!writes.empty()) {
+    os << "written over another core's lines, by the buffer written and the buffer whose lines "
+          "they were (the "
+       << writes.size() << " largest pairs):\nKiB     written  <-  over\n";
+    for (auto& [n, k] : writes) {
+      char head[16];
+      std::snprintf(head, sizeof head, "%-6s  ", kib(n).c_str());
+      os << head << buffer(k.first) << "  <-  "
+         << (k.first == k.second ? std::string("itself (its readers' copies)") : buffer(k.second))
+         << "\n";
+    }
   }
   return os.str();
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ struct LaunchTraffic {
   int64_t cross_reads = 0;    // lines a thread reads that another thread wrote last
   int64_t cross_writes = 0;   // lines a thread writes that another thread's core still holds
   bool analysed = true;       // false: a symbolic extent, or an index read from data (not walked)
+  // Where those lines come from: the cross reads by the launch that wrote them last, and the
+  // cross writes by the buffer whose access left them in the other core (the launch's own
+  // output: its readers' copies since its last write; another: the earlier tenant of its bytes
+  // in the arena).
+  std::map<int, int64_t> read_from;     // writer launch -> lines
+  std::map<int, int64_t> written_over;  // buffer -> lines
 };
 
 // The steady-state traffic of every launch of `plan` (in launch order) at `threads` threads.
@@ -39,7 +46,8 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
                                               const std::vector<OptimizedKernel>& kernels,
                                               int threads);
 
-// The totals, and a table of the (at most 25) launches that move the most lines between cores.
+// The totals, a table of the (at most 25) launches that move the most lines between cores, and
+// the (at most 10) launch pairs and buffer pairs that move the most.
 std::string cross_core_report(const Plan& plan, const std::vector<LaunchTraffic>& traffic,
                               int threads);
 

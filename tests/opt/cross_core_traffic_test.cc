@@ -5,6 +5,7 @@
 // those lines back.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 
 #include "compiler/driver/compile.h"
@@ -81,6 +82,52 @@ TEST(CrossCoreTraffic, ATransposedReaderTakesHalfItsLinesFromTheOtherCore) {
                       "written over lines another core held"),
             std::string::npos)
       << cross_core_report(p.plan, t, 2);
+  // Every line read across was written last by the first launch, and every line written across
+  // was left in the other core by y's own readers.
+  int y = p.plan.launches[0].args[0];
+  EXPECT_EQ(t[1].read_from, (std::map<int, int64_t>{{0, 2 * 32 * 8}}));
+  EXPECT_EQ(t[0].written_over, (std::map<int, int64_t>{{y, 2 * 32 * 8}}));
+  std::string report = cross_core_report(p.plan, t, 2);
+  EXPECT_NE(report.find("0       1       32\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("<-  itself (its readers' copies)"), std::string::npos) << report;
+}
+
+TEST(CrossCoreTraffic, AWriteOverAnEarlierTenantsLinesNamesThatTenant) {
+  // x -> y = 2 x -> z = 3 yᵀ -> w = 4 zᵀ -> 5 w, every kernel split in two along its rows. w
+  // is planned on y's bytes (y is dead once z is written, and w reads z transposed, so it
+  // cannot take z's place). y's rows 0-31 were written by thread 0, but thread 1 read their
+  // columns 128-255 for z: when thread 0 writes w's rows 0-31 there, 8 of every row's 16 lines
+  // are in the other core, and likewise for thread 1.
+  auto owner = std::make_unique<Graph>();
+  Graph& g = *owner;
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {64, 256});
+  Tensor y = x.mul(2.0).contiguous();
+  Tensor z = y.transpose(0, 1).mul(3.0).contiguous();
+  Tensor w = z.transpose(0, 1).mul(4.0).contiguous();
+  g.add_output("o", w.mul(5.0).uop());
+  Plan plan = plan_graph(g, {});
+  ASSERT_EQ(plan.launches.size(), 4u);
+  std::vector<OptimizedKernel> kernels;
+  for (const KernelProgram& k : plan.programs) {
+    const UOp* outer = nullptr;
+    for (const UOp* u : k.ast->toposort())
+      if (u->op == Op::RANGE && (!outer || u->range().id < outer->range().id)) outer = u;
+    kernels.push_back(apply_opts(k.ast, {{OptKind::Parallel, outer->range().id, 2}}));
+  }
+  int yb = plan.launches[0].args[0], wb = plan.launches[2].args[0];
+  auto offset = [&](int b) {
+    for (const MemorySlot& s : plan.memory.slots)
+      if (s.buffer == b) return s.offset;
+    return int64_t{-1};
+  };
+  ASSERT_EQ(offset(wb), offset(yb)) << "the test needs w planned on y's bytes";
+  std::vector<LaunchTraffic> t = cross_core_traffic(plan, kernels, 2);
+  EXPECT_EQ(t[2].written_over, (std::map<int, int64_t>{{yb, 2 * 32 * 8}}));
+  std::string report = cross_core_report(plan, t, 2);
+  EXPECT_NE(report.find(plan.buffer(wb).name + ", 64 KiB (launch 2)  <-  " + plan.buffer(yb).name +
+                        ", 64 KiB (launch 0)"),
+            std::string::npos)
+      << report;
 }
 
 TEST(CrossCoreTraffic, OneThreadMovesNothing) {
