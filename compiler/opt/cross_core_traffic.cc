@@ -267,13 +267,16 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
     }
   }
   // Per line: the thread and the launch that wrote it last (-1: none yet), the threads whose
-  // cores hold it, and the buffer of its last access.
+  // cores hold it, and the launch that touched it last and whether it wrote it (which buffer
+  // that was is looked up only for the lines written across).
   std::vector<int8_t> writer(static_cast<size_t>(space.lines), -1);
   std::vector<int> writer_launch(static_cast<size_t>(space.lines), -1);
   std::vector<uint8_t> holders(static_cast<size_t>(space.lines), 0);
-  std::vector<int> tenant(static_cast<size_t>(space.lines), -1);
+  std::vector<int> toucher(static_cast<size_t>(space.lines), -1);
+  std::vector<uint8_t> touched_by_write(static_cast<size_t>(space.lines), 0);
   // The buffer among launch l's inputs (or its output) that holds `line`.
   auto buffer_at = [&](int l, int64_t line, bool written) {
+    if (l < 0) return -1;
     const std::vector<int>& args = plan.launches[static_cast<size_t>(l)].args;
     if (written) return args.at(0);
     for (size_t a = 1; a < args.size(); ++a) {
@@ -298,7 +301,8 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
               ++out[static_cast<size_t>(l)].read_from[writer_launch[at]];
             }
             holders[at] |= static_cast<uint8_t>(1u << th);
-            tenant[at] = buffer_at(l, line, false);
+            toucher[at] = l;
+            touched_by_write[at] = 0;
           }
       }
       for (int l : group) {
@@ -309,12 +313,14 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
             uint8_t mine = static_cast<uint8_t>(1u << th);
             if (counted && (holders[at] & ~mine)) {
               ++out[static_cast<size_t>(l)].cross_writes;
-              ++out[static_cast<size_t>(l)].written_over[tenant[at]];
+              ++out[static_cast<size_t>(l)]
+                    .written_over[buffer_at(toucher[at], line, touched_by_write[at])];
             }
             holders[at] = mine;
             writer[at] = static_cast<int8_t>(th);
             writer_launch[at] = l;
-            tenant[at] = buffer_at(l, line, true);
+            toucher[at] = l;
+            touched_by_write[at] = 1;
           }
       }
     }
