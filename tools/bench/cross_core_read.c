@@ -12,6 +12,12 @@
  * on a virtual machine it depends on where the host places the vCPUs (~210 ns or 750-1060 ns on
  * the AMD EPYC of 2026-12-04, within one benchmark run) and 2-thread latencies move with it, so
  * the benchmark reports it next to every 2-thread latency.
+ * On x86-64, the same two with non-temporal stores, which take a line from the other core
+ * without fetching it and leave it in memory, in no cache: overwriting what CPU 1 read, and
+ * thread 0 reading back what it wrote so. On the AMD EPYC of 2026-12-07 (1 MB): vCPUs ~540 ns
+ * apart, 36-41 GB/s against 7-9 with plain stores; ~130 ns apart, 28-40 against 54; read back,
+ * 33-41 GB/s against ~120 after plain stores: a kernel's output written so is read by the next
+ * one from memory (docs/performance.md, twenty-sixth session).
  * Usage: cross_core_read [SIZE_KIB] (default 1024: a kernel-sized tensor that fits L2). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -22,6 +28,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 enum { ROUNDS = 200 };
 
@@ -46,8 +55,18 @@ static int pin(int cpu) {
 
 /* One value per round, 16 floats a step: whole-vector stores at -O2 (a per-element loop stays
  * scalar there, and would time the stores of one float each). */
+static int nontemporal; /* fill with non-temporal stores (x86-64 only) */
+
 static void fill(int round) {
   float v = (float)round;
+#if defined(__SSE2__)
+  if (nontemporal) {
+    __m128 x = _mm_set1_ps(v);
+    for (size_t i = 0; i + 4 <= n; i += 4) _mm_stream_ps(buf + i, x);
+    _mm_sfence();
+    return;
+  }
+#endif
   for (size_t i = 0; i + 16 <= n; i += 16)
     for (int j = 0; j < 16; ++j) buf[i + (size_t)j] = v;
 }
@@ -161,6 +180,13 @@ int main(int argc, char** argv) {
   printf("read_written_by_other_core_gbps: %.1f\n", other);
   printf("write_over_own_read_gbps: %.1f\n", wself);
   printf("write_over_other_core_read_gbps: %.1f\n", wother);
+#if defined(__SSE2__)
+  nontemporal = 1;
+  double nt_over_other = timed_gbps(1, 0, &sink), nt_read_back = timed_gbps(0, 1, &sink);
+  nontemporal = 0;
+  printf("nontemporal_write_over_other_core_read_gbps: %.1f\n", nt_over_other);
+  printf("read_after_own_nontemporal_write_gbps: %.1f\n", nt_read_back);
+#endif
   printf("round_trip_ns: %.0f\n", round_trip_ns());
   printf("checksum: %g\n", (double)(sink + other_sink)); /* keeps the sums alive */
   free(buf);
