@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "compiler/opt/heuristics.h"
+#include "compiler/opt/kernel_queries.h"
 #include "compiler/opt/opts.h"
 #include "compiler/opt/tuning_cache.h"
 #include "compiler/tensor/nn.h"
@@ -405,7 +406,7 @@ TEST(Heuristics, AnAvx2TileThatCannotTakeMorePositionsTakesAThirdVectorOfChannel
     int64_t n = 1;
     for (const UOp* u : ast->toposort())
       if (u->op == Op::REDUCE)
-        for (size_t i = 1; i < u->src.size(); ++i) n *= u->src[i]->src[0]->cval().i;
+        for (size_t i = 1; i < u->src.size(); ++i) n *= size_of(u->src[i]);
     return n;
   };
   auto expansion = [&](int64_t channels, const OptTarget& t, int64_t panel) {

@@ -53,10 +53,10 @@ static int pin(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof s, &s);
 }
 
-/* One value per round, 16 floats a step: whole-vector stores at -O2 (a per-element loop stays
- * scalar there, and would time the stores of one float each). */
 static int nontemporal; /* fill with non-temporal stores (x86-64 only) */
 
+/* One value per round, 16 floats a step: whole-vector stores at -O2 (a per-element loop stays
+ * scalar there, and would time the stores of one float each). */
 static void fill(int round) {
   float v = (float)round;
 #if defined(__SSE2__)
