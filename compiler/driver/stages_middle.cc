@@ -7,6 +7,7 @@
 #include "compiler/frontend/graph_file/graph_file.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verify.h"
+#include "compiler/schedule/elementwise_through_concat.h"
 #include "compiler/schedule/kernel_dedup.h"
 #include "compiler/schedule/memory_plan.h"
 #include "compiler/schedule/merge_loops.h"
@@ -85,12 +86,14 @@ void import_verify(const Compilation& c) {
 void const_fold_run(Compilation& c) {
   c.a.folded = fold_constants(*c.a.graph);
   c.a.folded.narrowed_pads = narrow_quantized_pads(*c.a.graph);
+  c.a.folded.through_concats = elementwise_through_concat(*c.a.graph);
 }
 void const_fold_dump(Compilation& c, std::ostream& os) {
   os << print_graph(c.a.graph->sink()) << "folded " << c.a.folded.folded << " subgraphs ("
      << c.a.folded.folded_bytes << " bytes), " << c.a.folded.splats << " splats, "
      << c.a.folded.too_costly << " too costly to fold, " << c.a.folded.narrowed_pads
-     << " quantized padded maps stored in 8 bits\n";
+     << " quantized padded maps stored in 8 bits, " << c.a.folded.through_concats
+     << " elementwise nodes moved into concatenations' parts\n";
 }
 void tensor_verify(const Compilation& c) {
   verify(c.a.graph->sink(), IrStage::Tensor);

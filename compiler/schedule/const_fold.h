@@ -25,6 +25,8 @@ struct ConstFoldStats {
   int64_t folded_bytes = 0;  // bytes of the new weights
   int too_costly = 0;        // subgraphs left to run-time kernels: folding them was too much work
   int narrowed_pads = 0;     // quantized padded maps stored in 8 bits (narrow_quantized_pads.h)
+  // Elementwise nodes done in concatenations' parts (elementwise_through_concat.h).
+  int through_concats = 0;
 };
 
 ConstFoldStats fold_constants(Graph& g);

@@ -288,7 +288,12 @@ const UOp* Lowerer::lower_uncached(const UOp* n, const Idx& idx, const UOp* vali
     // Likewise gathered rows (an embedding lookup feeding a matmul): inlined, each of the
     // reduction's loads would look its row up and check it against the table's bounds (the
     // transformer's first projection ran at 78 GFLOP/s fused with its embedding, 162 without).
-    const char* written_once = n->op == Op::PAD && walks_reduce(idx) ? "padding"
+    // So is a concatenation (concat_in_place then stores each part into its region): inlined,
+    // the reduction would load every part through a gate, and each PAD, read in a reduction,
+    // would be written out whole with its border (densenet121's final batch norm and ReLU,
+    // done in the parts by elementwise_through_concat.h, are read by a global average pool).
+    const char* written_once = n->op == Op::PAD && walks_reduce(idx)    ? "padding"
+                               : walks_reduce(idx) && in_place_parts(n) ? "a concatenation"
                                : n->op == Op::GATHER && gathers_rows_walked_by_reduce(n, idx)
                                    ? "gathered rows"
                                    : nullptr;

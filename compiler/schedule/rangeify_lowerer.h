@@ -18,6 +18,7 @@
 
 #include "compiler/schedule/extents.h"
 #include "compiler/schedule/rangeify.h"
+#include "compiler/tensor/indexing.h"
 
 namespace kiln::rangeify_internal {
 
@@ -96,6 +97,8 @@ class Lowerer {
   // ---- kernels storing into a region of another buffer (rangeify_regions.cc)
   void build_border_kernels(const UOp* p, int out);
   bool concat_in_place(const UOp* root, int out);
+  // The parts concat_in_place stores root's into, if root is such a concatenation.
+  std::optional<ConcatParts> in_place_parts(const UOp* root) const;
   bool whole_vector_rows(const UOp* p) const;
   int realize_padding(const UOp* p);
 

@@ -46,6 +46,51 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis) {
   return acc;
 }
 
+std::optional<ConcatParts> concat_parts(const UOp* s,
+                                        const std::function<bool(const UOp*)>& taken) {
+  Op join = s->dtype.is_bool() ? Op::OR : Op::ADD;
+  if (s->op != join || !s->has_shape()) return std::nullopt;
+  std::vector<const UOp*> terms, stack{s};
+  while (!stack.empty()) {
+    const UOp* t = stack.back();
+    stack.pop_back();
+    if (t->op == join && t->shape() == s->shape() && (t == s || !taken || taken(t))) {
+      stack.push_back(t->src[1]);
+      stack.push_back(t->src[0]);
+    } else {
+      terms.push_back(t);
+    }
+  }
+  ConcatParts c;
+  std::optional<size_t> axis;
+  for (const UOp* t : terms) {
+    if (t->op != Op::PAD || t->src[1]->op != Op::CONST || !t->src[1]->is_const(0) ||
+        (taken && !taken(t)))
+      return std::nullopt;
+    const std::vector<int64_t>& p = t->varg();
+    std::optional<size_t> padded;
+    for (size_t i = 0; i < t->shape().size(); ++i)
+      if (p[2 * i] != 0 || p[2 * i + 1] != 0) {
+        if (padded) return std::nullopt;
+        padded = i;
+      }
+    if (!padded || (axis && *padded != *axis)) return std::nullopt;
+    axis = padded;
+    c.parts.push_back({p[2 * *axis], t->src[0]});
+  }
+  if (c.parts.size() < 2) return std::nullopt;
+  c.axis = *axis;
+  std::sort(c.parts.begin(), c.parts.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  int64_t next = 0;
+  for (const auto& [offset, part] : c.parts) {
+    if (offset != next) return std::nullopt;
+    next += part->shape()[c.axis];
+  }
+  if (next != s->shape()[c.axis]) return std::nullopt;
+  return c;
+}
+
 std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64_t>& sizes) {
   int64_t a = x.norm_axis(axis, "split");
   int64_t sum = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Real models end to end: exports resnet18, mobilenet_v2, squeezenet1_1, efficientnet_b0 (its
-squeeze-excitation scales write over the maps they scale, in place), a 2-layer
+squeeze-excitation scales write over the maps they scale, in place), densenet121 (batch norm and
+ReLU over concatenations of up to 25 parts, done in the parts), a 2-layer
 TransformerEncoder, an LSTM classifier, a GRU tagger and a U-Net with seeded random weights
 (export_models.py), compiles each with
 `kilnc compile`, runs it with `kiln-run`, and compares with PyTorch's output on the same input:
@@ -23,9 +24,10 @@ import export_models  # noqa: E402
 
 COMPILE_LIMIT_S = 60.0
 TOLERANCE = 1e-4
-IMAGE_CLASSIFIERS = {"resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0"}
-DEFAULT = ["resnet18", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0", "transformer",
-           "lstm_classifier", "gru_tagger", "unet"]
+IMAGE_CLASSIFIERS = {"resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0",
+                     "densenet121"}
+DEFAULT = ["resnet18", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0", "densenet121",
+           "transformer", "lstm_classifier", "gru_tagger", "unet"]
 
 
 def check(name, kilnc, kiln_run, work):

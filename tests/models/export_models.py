@@ -3,7 +3,7 @@
 and PyTorch's output on it: OUT_DIR/NAME/{model.onnx, input.npy, reference.npy}.
 
   resnet18, mobilenet_v2, squeezenet1_1,  torchvision classifiers, 1x3x224x224 float32 input
-  efficientnet_b0
+  efficientnet_b0, densenet121
   resnet50                                 the same, for the benchmarks
   transformer                              embedding of int64 ids (1x128, vocab 1000) + a 2-layer
                                            nn.TransformerEncoder (d_model 256, 4 heads, ffn 1024)
@@ -145,6 +145,7 @@ MODELS = {
     "squeezenet1_1": lambda: classifier("squeezenet1_1"),
     "resnet50": lambda: classifier("resnet50"),  # benchmarks only (tools/bench)
     "efficientnet_b0": lambda: classifier("efficientnet_b0"),
+    "densenet121": lambda: classifier("densenet121"),
     "transformer": transformer,
     "lstm_classifier": lambda: recurrent("lstm_classifier"),
     "gru_tagger": lambda: recurrent("gru_tagger"),
