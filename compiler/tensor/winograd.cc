@@ -141,11 +141,15 @@ bool streams_pay(const Transform& t, int64_t n, int64_t h, int64_t wd, double ba
 }
 
 // With T threads (LoweringOptions::threads, kilnc --threads) the GEMMs' time divides by T and
-// the transforms' does not: on a host whose two vCPUs are ~1 us apart squeezenet1_1's transform
+// the transforms' does less: on a host whose two vCPUs are ~1 us apart squeezenet1_1's transform
 // passes took as long at 2 threads as at 1, or longer (each line a pass writes was last read by
 // the other core), and its 55x55 layers ran 1.45x the direct layers' time at 2 threads against
-// 0.66x at 1. So the saved flops pay for T times the values moved: at 2 threads those 16 -> 64
-// layers (1.02 of the 1-thread line) go direct; its 32 -> 128 ones at 27x27 (2.05) stay.
+// 0.66x at 1. So the saved flops pay for (T + 1) / 2 times the values moved: at 2 threads those
+// 16 -> 64 layers (1.02 of the 1-thread line) go direct; its 32 -> 128 ones at 27x27 (2.05)
+// stay, and so do densenet121's 128 -> 32 ones (1.58) and unet's at 1.5-1.9, which T times the
+// values moved, as the line was first drawn, sent direct. With them Winograd, at 2 threads, the
+// vCPUs near: densenet121 0.88 of the time, unet 0.83-0.89; far (~560 ns): densenet121
+// 1.03-1.05, unet 0.88-1.01.
 const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd,
                         const LoweringOptions& o) {
   if (k % kWeightPanel != 0) return nullptr;
@@ -154,7 +158,7 @@ const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd,
     if (t->points() * c * k * 4 > (int64_t{64} << 20)) return nullptr;
     if (!streams_pay(*t, n, h, wd, o.machine_balance)) return nullptr;
     int64_t moved = c > k ? 3 * c + k : 2 * (c + k);  // twice the weighted channels
-    return 4 * t->saved() * c * k >= 75 * o.threads * t->points() * moved ? t : nullptr;
+    return 8 * t->saved() * c * k >= 75 * (o.threads + 1) * t->points() * moved ? t : nullptr;
   }
   return nullptr;
 }

@@ -119,9 +119,10 @@ bool padded_layer_takes_winograd(const Shape& x, int64_t k, const LoweringOption
   return winograd_pays(in, w, 1, {}, {}, {{1, 1}, {1, 1}});
 }
 
-// kilnc --threads 2: the GEMMs divide between the threads, the memory-bound transforms do not,
-// so a layer takes Winograd only where its saved flops pay for twice the values moved
-// (squeezenet1_1's 16 -> 64 layers at 55x55 go direct; its wider ones and ResNet's stay).
+// kilnc --threads T: the GEMMs divide between the threads, the memory-bound transforms less, so
+// a layer takes Winograd only where its saved flops pay for (T + 1) / 2 times the values moved
+// (at 2 threads squeezenet1_1's 16 -> 64 layers at 55x55 go direct; its wider ones, ResNet's and
+// densenet121's 128 -> 32 stay).
 TEST(Winograd, ThreadsWeighTheTransformsAgainstTheGemms) {
   struct Layer {
     Shape x;
@@ -130,7 +131,9 @@ TEST(Winograd, ThreadsWeighTheTransformsAgainstTheGemms) {
   };
   const Layer layers[] = {
       {{1, 16, 55, 55}, 64, 1, true},   {{1, 16, 55, 55}, 64, 2, false},
-      {{1, 32, 56, 56}, 96, 1, true},   {{1, 32, 56, 56}, 96, 2, false},  // 1.9x the line
+      {{1, 32, 56, 56}, 96, 1, true},   {{1, 32, 56, 56}, 96, 2, true},    // 1.9x the line
+      {{1, 24, 56, 56}, 64, 1, true},   {{1, 24, 56, 56}, 64, 2, false},   // 1.4x
+      {{1, 128, 56, 56}, 32, 2, true},  {{1, 128, 56, 56}, 32, 3, false},  // 1.6x
       {{1, 48, 13, 13}, 192, 2, true},  {{1, 32, 27, 27}, 128, 2, true},
       {{1, 64, 13, 13}, 256, 2, true},  {{1, 64, 56, 56}, 64, 2, true},
       {{1, 256, 14, 14}, 256, 2, true}, {{1, 64, 56, 56}, 64, 8, false},  // 8 threads
