@@ -1,6 +1,7 @@
 #include "compiler/opt/kernel_queries.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "compiler/ir/rewrite.h"
 
@@ -118,6 +119,19 @@ int64_t stride_of(const UOp* idx, const UOp* r) {
 int64_t load_stride(const UOp* load, const UOp* r) {
   const UOp* index = load->src[0];  // INDEX(buf, idx)
   return stride_of(index->src[1], r);
+}
+
+int64_t block_of(const UOp* load, const UOp* r) {
+  int64_t block = 0;
+  for (const UOp* u : load->src[0]->toposort())
+    for (const UOp* s : u->src) {
+      if (s != r) continue;
+      if (u->op != Op::IDIV || u->src[0] != r || u->src[1]->op != Op::CONST ||
+          u->src[1]->cval().i <= 0)
+        return -1;
+      block = std::gcd(block, u->src[1]->cval().i);
+    }
+  return block;
 }
 
 bool depends_on(const UOp* u, const UOp* range) {

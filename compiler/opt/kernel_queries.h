@@ -35,6 +35,10 @@ int64_t stride_of(const UOp* idx, const UOp* r);
 // stride_of of a load's index.
 int64_t load_stride(const UOp* load, const UOp* r);
 bool depends_on(const UOp* u, const UOp* range);
+// The block a load's index takes range `r` in: c when r occurs in it only as r / c (a grouped
+// convolution's input, its group r / c of the output channels), the gcd of such c when there are
+// several; 0 when r does not occur, -1 when it occurs otherwise.
+int64_t block_of(const UOp* load, const UOp* r);
 // True if every load that varies along `r` stays inside its buffer with r run to `padded`.
 bool loads_fit_padded(const std::vector<const UOp*>& loads, const UOp* r, int64_t padded);
 // The kernel's STORE (the AST's first source), or nullptr.
