@@ -153,8 +153,19 @@ MODELS = {
 }
 
 
+def build(name):
+    """The model, its input and the input's name: a model above, or any other torchvision
+    classifier by its name (the wider set tools/bench/run_benchmarks.py --models can name)."""
+    if name in MODELS:
+        return MODELS[name]()
+    if callable(getattr(torchvision.models, name, None)):
+        return classifier(name)
+    sys.exit(f"export_models: no model {name!r} (neither {', '.join(MODELS)} nor a torchvision "
+             "classifier)")
+
+
 def export(name, out_dir):
-    model, x, input_name = MODELS[name]()
+    model, x, input_name = build(name)
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     # nn.TransformerEncoder takes a fused fast path under no_grad that cannot be exported, so the

@@ -33,6 +33,10 @@ AVX2 kernels without VNNI saturate int16 pair sums), kiln's output agrees when i
 the fp32 BASE's output and nearer to it than ORT's; the int8 table shows both distances. A second table sets each int8 model beside its fp32
 BASE: kiln's speedup and package size.
 
+--wider measures a wider set of torchvision architectures (WIDER_MODELS: DenseNet, GoogLeNet,
+RegNet, ResNeXt, ConvNeXt, MnasNet, ShuffleNet, MobileNetV3), any of which --models can also
+name, with seeded random weights as the others; its table (no GEMMs) is a section of its own.
+
 --avx2 (on an x86-64 machine with AVX-512) holds AVX2 code against AVX2 code: kiln's packages
 compiled for an AVX2 CPU (kilnc --cpu znver3, an AMD Zen 3: 16 vector registers, 512 KiB of L2)
 against ONNX Runtime's AVX2 kernels, which tools/bench/ort_avx2.py makes it load in place of its
@@ -70,6 +74,11 @@ MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet
           "transformer_dyn"]
 INT8_SUFFIXES = ("_qdq", "_dyn")
 GOAL_MODELS = MODELS[:6]  # the fp32 models of the performance goal (--avx2's default)
+# --wider: more torchvision architectures (dense, inception, RegNet, ResNeXt, ConvNeXt, NAS-found,
+# MobileNetV3 with squeeze-excitation and hard-swish), exported as the others are.
+WIDER_MODELS = ["densenet121", "googlenet", "regnet_x_1_6gf", "regnet_y_400mf", "resnext50_32x4d",
+                "convnext_tiny", "mnasnet1_0", "shufflenet_v2_x1_0", "mobilenet_v3_large",
+                "mobilenet_v3_small"]
 AVX2_CPU = "znver3"
 
 # kilnc and kiln-run, the ONNX Runtime npm prefix, and kilnc's target arguments (--cpu ...).
@@ -501,7 +510,9 @@ def table(rows, gemms, peak, quick, avx2=False):
                          f"**{b['kiln_1'] / r['kiln_1']:.2f}×** | **{b['kiln_2'] / r['kiln_2']:.2f}×** | "
                          f"{100 * r['package_bytes'] / b['package_bytes']:.0f}% | "
                          f"{r.get('kiln_vs_fp32', float('nan')):.1e} | {r.get('ort_vs_fp32', float('nan')):.1e} |")
-    lines += ["", "| GEMM M×N×K (1 thread) | ms | GFLOP/s | of FMA peak | correct |", "|---|---|---|---|---|"]
+    if gemms:
+        lines += ["", "| GEMM M×N×K (1 thread) | ms | GFLOP/s | of FMA peak | correct |",
+                  "|---|---|---|---|---|"]
     for g in gemms:
         lines.append(f"| {g['shape']} | {g['ms']:.2f} | {g['gflops']:.1f} | {100 * g['peak_frac']:.0f}% | "
                      f"{'yes' if g['ok'] else 'NO'} |")
@@ -519,6 +530,8 @@ def main():
     ap.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     ap.add_argument("--variants", action="store_true",
                     help="packages of kernel variants against single-target packages")
+    ap.add_argument("--wider", action="store_true",
+                    help="the wider set of torchvision models, a table of its own (no GEMMs)")
     ap.add_argument("--avx2", action="store_true",
                     help="on an AVX-512 machine: kiln's AVX2 code against ONNX Runtime's AVX2 kernels")
     a = ap.parse_args()
@@ -526,6 +539,8 @@ def main():
         sys.exit(f"--avx2 runs AVX2 code on an AVX-512 machine; this one is {isa()}: run without it")
     if a.avx2 and "--models" not in sys.argv:
         a.models = ",".join(GOAL_MODELS)
+    if a.wider and "--models" not in sys.argv:
+        a.models = ",".join(WIDER_MODELS)
     build(a.build, a.avx2)
     if a.variants:
         tools = Tools(os.path.join(a.build, "tools/kilnc/kilnc"),
@@ -562,7 +577,7 @@ def main():
         measure_peak = functools.partial(measure_peak, "fma_peak_avx2")
         peak = measure_peak()
     gemms = []
-    for (m, n, k) in GEMMS:
+    for (m, n, k) in ([] if a.wider else GEMMS):
         peak = max(peak, measure_peak())
         gemms.append(bench_gemm(m, n, k, tools, work, 5 if a.quick else 20, peak))
     peak = max(peak, measure_peak())
@@ -570,7 +585,9 @@ def main():
         g["peak_frac"] = g["gflops"] / peak
     md = table(rows, gemms, peak, a.quick, a.avx2)
     print(md)
-    if a.write_docs:
+    if a.write_docs and a.wider:
+        write_docs(md, "<!-- wider:begin -->", "<!-- wider:end -->", per_machine=machine(a.avx2))
+    elif a.write_docs:
         write_docs(md, "<!-- bench:begin -->", "<!-- bench:end -->", per_machine=machine(a.avx2))
     if not all(r["outputs_agree"] for r in rows) or not all(g["ok"] for g in gemms):
         sys.exit("kiln and the reference disagree: see the table")
