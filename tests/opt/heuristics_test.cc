@@ -436,17 +436,19 @@ TEST(Heuristics, AnAvx2TileThatCannotTakeMorePositionsTakesAThirdVectorOfChannel
   for (const Opt& o : expansion(1152, avx512, 16)) EXPECT_NE(o.amount % 24, 0) << o.str();
 }
 
-// A grouped 3x3 convolution (padding 1) over 168 channels in groups of 24, regnet_x_1_6gf's,
-// from a side x side map at `stride`: its kernel's upcasts as (the range's size, the amount).
+// A grouped 3x3 convolution (padding 1) over `channels` channels in groups of 24,
+// regnet_x_1_6gf's, from a side x side map at `stride`: its kernel's upcasts as (the range's
+// size, the amount).
 std::vector<std::pair<int64_t, int64_t>> grouped_conv_upcasts(int64_t side, int64_t stride,
-                                                              const OptTarget& t, int64_t panel) {
+                                                              const OptTarget& t, int64_t panel,
+                                                              int64_t channels = 168) {
   Graph g;
   g.lowering().winograd = false;
   g.lowering().vector_bytes = 4 * panel;
-  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 168, side, side});
-  NDArray w(dtypes::float32, {168, 24, 3, 3});
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, channels, side, side});
+  NDArray w(dtypes::float32, {channels, 24, 3, 3});
   g.add_output("y", conv(x, Tensor::weight(g, "w", w), nullptr,
-                         {{stride, stride}, {{1, 1}, {1, 1}}, {1, 1}, 7})
+                         {{stride, stride}, {{1, 1}, {1, 1}}, {1, 1}, channels / 24})
                         .uop());
   Plan p = plan_graph(g, {});
   for (const KernelProgram& k : p.programs) {
@@ -464,9 +466,11 @@ std::vector<std::pair<int64_t, int64_t>> grouped_conv_upcasts(int64_t side, int6
 
 // A grouped convolution's input is the same for every output channel of one group, so a tile
 // takes output channels beside its positions in numbers that divide the group (8 of 24), where
-// it took 2 rows and no channels (regnet_x_1_6gf's 28x28 layers 0.85 -> 0.26 ms); and channels
-// as 8-lane half vectors take at most one register per accumulator's worth of positions (8 x 32
-// spilled AVX-512's registers at stride 2: 1.19 -> 0.71 ms).
+// it took 2 rows and no channels (regnet_x_1_6gf's 28x28 layers 0.85 -> 0.25 ms); channels as
+// 8-lane half vectors take at most one register per accumulator's worth of positions (8 x 32
+// spilled AVX-512's registers at stride 2: 1.19 -> 0.71 ms); and half-vector lanes beside 8
+// channels take 2 rows, whose windows share the input's loads (its 56x56 layers, 8 positions as
+// lanes: 0.89 -> 0.49 ms).
 TEST(Heuristics, AGroupedConvolutionsTileTakesChannelsWithinAGroup) {
   for (const auto& [t, panel] :
        {std::pair{masked_avx512(), int64_t{16}}, std::pair{OptTarget{32, 16}, int64_t{8}}}) {
@@ -483,6 +487,12 @@ TEST(Heuristics, AGroupedConvolutionsTileTakesChannelsWithinAGroup) {
     (size == 168 ? lanes : positions) *= amount;
   EXPECT_EQ(lanes, 8);
   EXPECT_LE(positions, 16);  // a register each: at most half of AVX-512's 32
+  // 72 channels at 56x56: 8 positions as lanes (56 = 7 x 8), 8 channels, 2 rows.
+  int64_t map = 1, group = 1;
+  for (auto [size, amount] : grouped_conv_upcasts(56, 1, masked_avx512(), 16, 72))
+    (size == 72 ? group : map) *= amount;
+  EXPECT_EQ(group, 8);
+  EXPECT_EQ(map, 16);
 }
 
 // A stem (3 -> 64 channels, 7x7 at stride 2 over 224x224) on AVX2: neighbouring positions'
