@@ -13,9 +13,9 @@ namespace kiln {
 
 namespace {
 
-// Concatenations moved into: those of at least this many elements. Below it the gated loads of
-// one kernel cost less than a launch per part (about 0.1-0.3 us each at 1 thread, a group of its
-// own at 2: parallel_groups.h), e.g. a decoder's cache with its new step.
+// Concatenations moved into: those of at least this many elements (16 KiB of float32). Below it
+// the gated loads of one kernel cost less than a launch per part, each a dispatch and, at 2
+// threads, a group of its own (parallel_groups.h): a decoder's cache with its new step, say.
 constexpr int64_t kMinElements = 4096;
 
 // n (an elementwise node of the graph before) rebuilt as m over rebuilt sources: m done in the

@@ -97,7 +97,8 @@ class Lowerer {
   // ---- kernels storing into a region of another buffer (rangeify_regions.cc)
   void build_border_kernels(const UOp* p, int out);
   bool concat_in_place(const UOp* root, int out);
-  // The parts concat_in_place stores root's into, if root is such a concatenation.
+  // Root's parts, each of which concat_in_place stores into its region, if root is a
+  // concatenation it takes.
   std::optional<ConcatParts> in_place_parts(const UOp* root) const;
   bool whole_vector_rows(const UOp* p) const;
   int realize_padding(const UOp* p);
