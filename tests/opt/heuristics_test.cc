@@ -495,6 +495,23 @@ TEST(Heuristics, AGroupedConvolutionsTileTakesChannelsWithinAGroup) {
   EXPECT_EQ(map, 16);
 }
 
+// shufflenet_v2's 116-channel 1x1 layers at 14x14 on AVX2: no channel count divides into 8
+// lanes, and 196 positions take 4 (an exact divisor, half the vector); with cheap masks the
+// positions take the whole vector, 200 of them, the last group masked (the model 0.88 of its
+// time as AVX2 code). Without masks they keep 4.
+TEST(Heuristics, HalfAnAvx2VectorOfPositionsTakesTheWholeVector) {
+  OptTarget avx2{32, 16};
+  avx2.masked_vectors = true;
+  std::vector<Opt> up =
+      upcasts_of(conv_kernel_opts({1, 116, 14, 14}, {116, 116, 1, 1}, 0, 8, avx2));
+  ASSERT_FALSE(up.empty());
+  EXPECT_EQ(up.back().amount, 8) << up.back().str();  // the lane axis: the last upcast
+  avx2.masked_vectors = false;
+  up = upcasts_of(conv_kernel_opts({1, 116, 14, 14}, {116, 116, 1, 1}, 0, 8, avx2));
+  ASSERT_FALSE(up.empty());
+  EXPECT_EQ(up.back().amount, 4) << up.back().str();
+}
+
 // A stem (3 -> 64 channels, 7x7 at stride 2 over 224x224) on AVX2: neighbouring positions'
 // windows share 5 of 7 input columns, and the unrolled window keeps them live beside the
 // accumulators, so the tile keeps its 4 positions (resnet18's stem as 6: the model 4% slower).
