@@ -94,6 +94,31 @@ TEST(ElementwiseThroughConcat, AGlobalPoolReadsTheConcatenationStoredOnce) {
   EXPECT_EQ(gated_loads(p), 0);
 }
 
+// A select over a concatenation of masks (booleans join by OR) between two maps: the select and
+// the comparisons under it move into the parts, the maps shrunk to each part's rows; the same
+// values, each part's kernel without gates.
+TEST(ElementwiseThroughConcat, ASelectOverConcatenatedMasksMovesWithItsOperandsShrunk) {
+  Graph g;
+  Tensor a = Tensor::input(g, "a", dtypes::float32, {1, 16, 16, 16});
+  Tensor b = Tensor::input(g, "b", dtypes::float32, {1, 24, 16, 16});
+  Tensor x = Tensor::input(g, "x", dtypes::float32, {1, 40, 16, 16});
+  Tensor y = Tensor::input(g, "y", dtypes::float32, {1, 40, 16, 16});
+  Tensor mask = concat({a.gt(0.0), b.lt(0.5)}, 1);  // (1, 40, 16, 16) bool
+  g.add_output("out", mask.where(x.exp(), y).uop());
+  {
+    Graph copy;  // the count, on a graph of its own (plan_and_check folds and rewrites g)
+    Tensor ca = Tensor::input(copy, "a", dtypes::float32, {1, 16, 16, 16});
+    Tensor cb = Tensor::input(copy, "b", dtypes::float32, {1, 24, 16, 16});
+    Tensor cx = Tensor::input(copy, "x", dtypes::float32, {1, 40, 16, 16});
+    Tensor cy = Tensor::input(copy, "y", dtypes::float32, {1, 40, 16, 16});
+    copy.add_output("out", concat({ca.gt(0.0), cb.lt(0.5)}, 1).where(cx.exp(), cy).uop());
+    fold_constants(copy);
+    EXPECT_EQ(elementwise_through_concat(copy), 1);  // the select
+  }
+  Plan p = testing::plan_and_check(g);
+  EXPECT_EQ(gated_loads(p), 0);
+}
+
 TEST(ElementwiseThroughConcat, SmallOrSharedConcatenationsStay) {
   {
     Graph g;
