@@ -35,6 +35,19 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  // How the vector operand (the loads that vary along lane axis vec) varies along r: 0 not at
+  // all, c > 0 only from block to block of c (a grouped convolution's input, from group to group
+  // of the output channels; the gcd over the loads), -1 otherwise.
+  auto vector_blocks = [&](const UOp* vec, const UOp* r) {
+    int64_t block = 0;
+    for (const UOp* l : loads)
+      if (load_stride(l, vec) != 0 && depends_on(l, r)) {
+        int64_t b = block_of(l, r);
+        if (b <= 0) return int64_t{-1};
+        block = std::gcd(block, b);
+      }
+    return block;
+  };
   // The tile's broadcast axes for `lanes` on lane axis `vec`, within the accumulator budget.
   // `pad`: take the largest padded upcast worth its padding even when an exact one is more than
   // a quarter of it (the caller weighs the padding).
@@ -51,15 +64,8 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
       // convolution's input, from group to group of the output channels), with upcasts inside
       // one block: regnet_x_1_6gf's 28x28 layers of 24-channel groups took 8 channels beside 16
       // positions rather than 2 rows (0.85 -> 0.25 ms).
-      bool reuses = true;
-      int64_t block = 0;
-      for (const UOp* l : loads)
-        if (load_stride(l, vec) != 0 && depends_on(l, r)) {
-          int64_t b = block_of(l, r);
-          reuses &= b > 0;
-          block = std::gcd(block, b);
-        }
-      if (!reuses) continue;
+      int64_t block = vector_blocks(vec, r);
+      if (block < 0) continue;
       if (block > 0) {
         int64_t up = 1, n = size_of(r);
         for (int64_t p = budget; p >= 2 && up == 1; p /= 2)
@@ -206,16 +212,18 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     if (is_symbolic(vec)) return TilePlan{vec, lanes, tile_for(vec, lanes)};
     // A lane axis that only takes a small divisor (a depthwise convolution's 14-wide W: 2) is
     // padded to one vector instead when masked accesses are cheap.
-    if (lanes < width) lanes = lane_count(size_of(vec), width, item, t.masked_vectors);
-    // Half an AVX2 vector (196 positions: 4 of 8 lanes, an exact divisor) takes the whole vector
-    // instead, the last group masked, when that pads the axis by at most a sixteenth (200):
-    // shufflenet_v2's 116-channel 1x1 layers at 14x14 as AVX2 code (no channel count divides
-    // into 8 either) ran as 4 positions x 4 channels at 45 GFLOP/s; the model 0.89 of its time
-    // at 1 and 2 threads with 8 x 4. A 16-lane target pads such an axis already (lane_count).
-    if (2 * lanes == width && width <= 8 && t.masked_vectors && !is_symbolic(vec) &&
-        (item == 4 || item == 8)) {
-      int64_t whole = (size_of(vec) + width - 1) / width * width;
-      if (16 * (whole - size_of(vec)) <= whole) lanes = width;
+    if (lanes < width) {
+      lanes = lane_count(size_of(vec), width, item, t.masked_vectors);
+      // Half an AVX2 vector (196 positions: 4 of 8 lanes, an exact divisor) takes the whole
+      // vector instead, the last group masked, when that pads the axis by at most a sixteenth
+      // (200): shufflenet_v2's 116-channel 1x1 layers at 14x14 as AVX2 code (no channel count
+      // divides into 8 either) ran as 4 positions x 4 channels at 45 GFLOP/s; the model 0.89 of
+      // its time at 1 and 2 threads with 8 x 4. A 16-lane target pads such an axis already
+      // (lane_count).
+      int64_t padded = (size_of(vec) + width - 1) / width * width;
+      if (2 * lanes == width && width <= 8 && t.masked_vectors && (item == 4 || item == 8) &&
+          16 * (padded - size_of(vec)) <= padded)
+        lanes = width;
     }
     // An odd axis's largest divisor (3025 = 55x55 positions: 25) is a vector and a remnant:
     // whole vectors instead, the last group masked.
@@ -281,9 +289,7 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     bool block_limited = false;
     for (const Opt& o : tile)
       for (const UOp* r : kr.loops)
-        if (r->range().id == o.range_id)
-          for (const UOp* l : loads)
-            block_limited |= load_stride(l, vec) != 0 && depends_on(l, r) && block_of(l, r) > 0;
+        block_limited |= r->range().id == o.range_id && vector_blocks(vec, r) > 0;
     if (block_limited && lanes < width && 2 * accumulators_of(lanes, tile) <= accumulators)
       for (auto it = kr.loops.rbegin(); it != kr.loops.rend(); ++it) {
         const UOp* r = *it;

@@ -293,7 +293,7 @@ const UOp* Lowerer::lower_uncached(const UOp* n, const Idx& idx, const UOp* vali
     // would be written out whole with its border (densenet121's final batch norm and ReLU,
     // done in the parts by elementwise_through_concat.h, are read by a global average pool).
     const char* written_once = n->op == Op::PAD && walks_reduce(idx)    ? "padding"
-                               : walks_reduce(idx) && in_place_parts(n) ? "a concatenation"
+                               : in_place_parts(n) && walks_reduce(idx) ? "a concatenation"
                                : n->op == Op::GATHER && gathers_rows_walked_by_reduce(n, idx)
                                    ? "gathered rows"
                                    : nullptr;

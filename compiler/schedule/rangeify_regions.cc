@@ -47,10 +47,11 @@ void Lowerer::build_border_kernels(const UOp* p, int out) {
 
 // The parts of a concatenation concat_in_place takes (rangeify_lowerer.h).
 std::optional<ConcatParts> Lowerer::in_place_parts(const UOp* root) const {
-  if (extents_.symbolic(root) || shape_numel(root->shape()) == 0) return std::nullopt;
-  // The sum's terms: a tree of joins that nothing else reads, with PADs as leaves.
+  // The sum's terms: a tree of joins that nothing else reads, with PADs as leaves (asked first:
+  // any node may come here, one without a tensor shape too).
   std::optional<ConcatParts> c = concat_parts(root, [&](const UOp* t) { return users_of(t) == 1; });
   if (!c || c->parts.size() > 64) return std::nullopt;
+  if (extents_.symbolic(root) || shape_numel(root->shape()) == 0) return std::nullopt;
   for (const auto& [off, x] : c->parts)
     if (extents_.symbolic(x)) return std::nullopt;
   return c;

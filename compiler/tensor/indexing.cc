@@ -50,20 +50,19 @@ std::optional<ConcatParts> concat_parts(const UOp* s,
                                         const std::function<bool(const UOp*)>& taken) {
   Op join = s->dtype.is_bool() ? Op::OR : Op::ADD;
   if (s->op != join || !s->has_shape()) return std::nullopt;
-  std::vector<const UOp*> terms, stack{s};
+  ConcatParts c;
+  std::optional<size_t> axis;
+  // Right operands first: concat() adds each part to the sum so far, so a sum that is not a
+  // concatenation (a long chain of additions) shows a leaf that is no PAD at once.
+  std::vector<const UOp*> stack{s};
   while (!stack.empty()) {
     const UOp* t = stack.back();
     stack.pop_back();
     if (t->op == join && t->shape() == s->shape() && (t == s || !taken || taken(t))) {
-      stack.push_back(t->src[1]);
       stack.push_back(t->src[0]);
-    } else {
-      terms.push_back(t);
+      stack.push_back(t->src[1]);
+      continue;
     }
-  }
-  ConcatParts c;
-  std::optional<size_t> axis;
-  for (const UOp* t : terms) {
     if (t->op != Op::PAD || t->src[1]->op != Op::CONST || !t->src[1]->is_const(0) ||
         (taken && !taken(t)))
       return std::nullopt;
