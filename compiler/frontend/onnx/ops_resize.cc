@@ -5,8 +5,9 @@
 // known at compile time; a scale or roi read at run time is run_time_resize.cc's. Resize is
 // separable: each resized axis is one gather of the taps (an index table, a constant) and a
 // weighted sum over them (a weight table), so an n-D linear resize is n small fusable steps. An
-// axis whose table is the identity is skipped; nearest by an integer factor is a repeat (movement
-// ops only, no gather).
+// axis whose table is the identity is skipped; nearest by an integer factor is a repeat, and
+// linear or cubic taps are windows over the input (resize_windows.cc): movement ops only, no
+// gather, unless the taps spread too wide.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,15 +21,6 @@ namespace kiln::onnxfe {
 namespace {
 
 using V = std::vector<Tensor>;
-
-// One axis: for output position o, taps idx[o*n + k] of the input with weights w[o*n + k];
-// outside[o] when tf_crop_and_resize maps o outside the input (the extrapolation value).
-struct Taps {
-  int64_t n = 1;
-  std::vector<int64_t> idx;
-  std::vector<double> w;
-  std::vector<bool> outside;
-};
 
 double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, double scale, double roi_start,
                          double roi_end) {
@@ -135,6 +127,7 @@ Tensor resize_axis(NodeContext& n, const Tensor& x, int64_t axis, const Taps& t,
     merged[static_cast<size_t>(axis)] = out;
     return x.unsqueeze(axis + 1).expand(up).reshape(merged);
   }
+  if (std::optional<Tensor> r = resize_by_windows(n, x, axis, t, out)) return *r;
   std::vector<double> idx(t.idx.begin(), t.idx.end());
   Tensor table = n.constant(make_array(dtypes::int64, {out, t.n}, idx));
   Tensor taps = x.gather(table, axis);  // (..., out, n, ...)

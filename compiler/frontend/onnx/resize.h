@@ -2,6 +2,7 @@
 // a kernel does when a scale or the roi is read at run time (run_time_resize.cc).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,21 @@ struct ResizeMode {
   bool exclude_outside = false;
   double extrapolation = 0.0;
 };
+
+// One axis: for output position o, taps idx[o*n + k] of the input with weights w[o*n + k];
+// outside[o] when tf_crop_and_resize maps o outside the input (the extrapolation value).
+struct Taps {
+  int64_t n = 1;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<bool> outside;
+};
+
+// Linear or cubic taps along `axis` (no extrapolated positions) as sliding windows over x padded
+// with zeros, a window per group of outputs (out / in = p / q: p outputs per q inputs;
+// resize_windows.cc); nullopt when the taps spread too wide for a window.
+std::optional<Tensor> resize_by_windows(NodeContext& n, const Tensor& x, int64_t axis,
+                                        const Taps& t, int64_t out);
 
 // Resize x to `out` when a scale or the roi is only known when the package runs: per axis,
 // `scale[k]` and (tf_crop_and_resize) `roi_start[k]`, `roi_end[k]` are float64 scalars, each a
