@@ -1,5 +1,6 @@
 #include "compiler/tensor/winograd.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "compiler/support/error.h"
@@ -150,6 +151,20 @@ bool streams_pay(const Transform& t, int64_t n, int64_t h, int64_t wd, double ba
 // values moved, as the line was first drawn, sent direct. With them Winograd, at 2 threads, the
 // vCPUs near: densenet121 0.88 of the time, unet 0.83-0.89; far (~560 ns): densenet121
 // 1.03-1.05, unet 0.88-1.01.
+//
+// The line holds where a core does 64 flops a cycle (machine balance 12.8: Zen 5, a Xeon's two
+// 512-bit units), where it was last drawn (the sweep at 4119a74). Where a core does half that
+// (Zen 4, AVX2: 6.4) a saved flop is worth twice the time against the same values moved: on a
+// Zen 4 every layer of the sweep paid with the rule forced, 16 -> 16 at 56x56 0.84 of the
+// direct time, 32 -> 16 0.68, 16 -> 16 at 96x128 0.76, 48 -> 16 0.62, and unet took 0.82 of its
+// time at 1 thread. So there the line is half as high (never lower: no slower core was
+// measured), on one thread and where the GEMMs have at least 64 rows of tiles (the narrow
+// layers measured had 192 and more; a 16x16 map's 16 tiles keep the line). At 2 threads the
+// transforms' cost is the lines they hand between the cores, which a slower FMA does not make
+// cheaper: the lower line took unet's and squeezenet1_1's narrow layers, 0.80 and 0.91 of the
+// time with the vCPUs near but 1.23 and 1.09 far (round trip ~550 ns). There the line stays.
+constexpr double kLineBalance = 12.8;
+
 const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd,
                         const LoweringOptions& o) {
   if (k % kWeightPanel != 0) return nullptr;
@@ -158,7 +173,10 @@ const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd,
     if (t->points() * c * k * 4 > (int64_t{64} << 20)) return nullptr;
     if (!streams_pay(*t, n, h, wd, o.machine_balance)) return nullptr;
     int64_t moved = c > k ? 3 * c + k : 2 * (c + k);  // twice the weighted channels
-    return 8 * t->saved() * c * k >= 75 * (o.threads + 1) * t->points() * moved ? t : nullptr;
+    bool lower = o.threads == 1 && n * tiles(h, *t) * tiles(wd, *t) >= 64;
+    double line = lower ? 75.0 * std::clamp(o.machine_balance / kLineBalance, 0.5, 1.0) : 75.0;
+    double saved = 8.0 * static_cast<double>(t->saved() * c * k);
+    return saved >= line * static_cast<double>((o.threads + 1) * t->points() * moved) ? t : nullptr;
   }
   return nullptr;
 }

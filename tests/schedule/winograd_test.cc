@@ -74,28 +74,43 @@ TEST(Winograd, MatchesTheDirectConvolution) {
 
 TEST(Winograd, IsTakenOnlyWhereItPays) {
   auto taken = [](const Shape& x, int64_t k, std::vector<int64_t> stride,
-                  std::vector<int64_t> dilation, int64_t kernel, bool constant) {
+                  std::vector<int64_t> dilation, int64_t kernel, bool constant,
+                  double balance = 6.4) {
     Graph g;
+    g.lowering().machine_balance = balance;
     Tensor in = Tensor::input(g, "x", dtypes::float32, x);
     Shape ws = {k, x[1], kernel, kernel};
     Tensor w = constant ? Tensor::weight(g, "w", random_weight(ws, 1))
                         : Tensor::input(g, "w", dtypes::float32, ws);
     return winograd_pays(in, w, 1, stride, dilation, {{1, 1}, {1, 1}});
   };
-  // (The graph's default machine balance, 6.4 flops per byte of memory: an AVX2 or Zen 4 core.)
-  EXPECT_TRUE(taken({1, 64, 28, 28}, 64, {}, {}, 3, true));
-  EXPECT_TRUE(taken({1, 16, 56, 56}, 64, {1, 1}, {1, 1}, 3, true));  // C K / (C + K) = 12.8
+  // (The graph's default machine balance, 6.4 flops per byte of memory: an AVX2 or Zen 4 core;
+  // the line itself as drawn for a core of twice the flops, 12.8: Zen 5, a Xeon.)
+  const double wide = 12.8;
+  EXPECT_TRUE(taken({1, 64, 28, 28}, 64, {}, {}, 3, true, wide));
+  EXPECT_TRUE(taken({1, 16, 56, 56}, 64, {1, 1}, {1, 1}, 3, true, wide));  // C K / (C + K) = 12.8
   // An input channel costs the transforms 3x an output channel: C K / (1.5 C + 0.5 K) = 9.8
-  EXPECT_FALSE(taken({1, 64, 56, 56}, 16, {}, {}, 3, true));
-  EXPECT_FALSE(taken({1, 128, 28, 28}, 16, {}, {}, 3, true));     // 10.2
-  EXPECT_TRUE(taken({1, 64, 56, 56}, 32, {}, {}, 3, true));       // 18.3
-  EXPECT_FALSE(taken({1, 16, 48, 64}, 32, {}, {}, 3, true));      // C < K: C K / (C + K) = 10.7
-  EXPECT_TRUE(taken({1, 256, 14, 14}, 256, {}, {}, 3, true));     // 4x4 tiles
-  EXPECT_TRUE(taken({1, 512, 7, 7}, 512, {}, {}, 3, true));       // F(2x2, 3x3)
-  EXPECT_FALSE(taken({1, 32, 7, 7}, 32, {}, {}, 3, true));        // F(2x2): C K / (C + K) < 30
-  EXPECT_FALSE(taken({1, 512, 3, 3}, 512, {}, {}, 3, true));      // 2x2 tiles of 2x2
-  EXPECT_FALSE(taken({1, 16, 56, 56}, 16, {}, {}, 3, true));      // too few channels
-  EXPECT_FALSE(taken({1, 48, 96, 128}, 16, {}, {}, 3, true));     // C K / (C + K) = 12
+  EXPECT_FALSE(taken({1, 64, 56, 56}, 16, {}, {}, 3, true, wide));
+  EXPECT_FALSE(taken({1, 128, 28, 28}, 16, {}, {}, 3, true, wide));  // 10.2
+  EXPECT_TRUE(taken({1, 64, 56, 56}, 32, {}, {}, 3, true, wide));    // 18.3
+  EXPECT_FALSE(taken({1, 16, 48, 64}, 32, {}, {}, 3, true, wide));   // C < K: C K / (C + K) = 10.7
+  EXPECT_TRUE(taken({1, 256, 14, 14}, 256, {}, {}, 3, true));        // 4x4 tiles
+  EXPECT_TRUE(taken({1, 512, 7, 7}, 512, {}, {}, 3, true));          // F(2x2, 3x3)
+  EXPECT_FALSE(taken({1, 32, 7, 7}, 32, {}, {}, 3, true, wide));     // F(2x2): C K / (C + K) < 30
+  EXPECT_FALSE(taken({1, 512, 3, 3}, 512, {}, {}, 3, true));         // 2x2 tiles of 2x2
+  EXPECT_FALSE(taken({1, 16, 56, 56}, 16, {}, {}, 3, true, wide));   // too few channels
+  EXPECT_FALSE(taken({1, 48, 96, 128}, 16, {}, {}, 3, true, wide));  // C K / (C + K) = 12
+  // At half the flops a cycle the line is half as high: those layers pay there.
+  EXPECT_TRUE(taken({1, 64, 56, 56}, 16, {}, {}, 3, true));
+  EXPECT_TRUE(taken({1, 16, 48, 64}, 32, {}, {}, 3, true));
+  // ... where the GEMMs have at least 64 rows of tiles: a 7x7 map's 16 and a 16x16 map's 16 keep
+  // the line.
+  EXPECT_FALSE(taken({1, 32, 7, 7}, 32, {}, {}, 3, true));
+  EXPECT_FALSE(taken({1, 16, 16, 16}, 32, {}, {}, 3, true));
+  EXPECT_TRUE(taken({1, 16, 32, 32}, 32, {}, {}, 3, true));  // 64 tiles
+  EXPECT_TRUE(taken({1, 16, 56, 56}, 16, {}, {}, 3, true));  // 8
+  EXPECT_TRUE(taken({1, 48, 96, 128}, 16, {}, {}, 3, true));
+  EXPECT_FALSE(taken({1, 8, 56, 56}, 8, {}, {}, 3, true));        // 4: too few channels
   EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {2, 2}, {}, 3, true));  // stride 2
   EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {2, 2}, 3, true));  // dilated
   EXPECT_FALSE(taken({1, 64, 56, 56}, 64, {}, {}, 1, true));      // 1x1
@@ -130,13 +145,26 @@ TEST(Winograd, ThreadsWeighTheTransformsAgainstTheGemms) {
     bool taken;
   };
   const Layer layers[] = {
-      {{1, 16, 55, 55}, 64, 1, true},   {{1, 16, 55, 55}, 64, 2, false},
-      {{1, 32, 56, 56}, 96, 1, true},   {{1, 32, 56, 56}, 96, 2, true},    // 1.9x the line
-      {{1, 24, 56, 56}, 64, 1, true},   {{1, 24, 56, 56}, 64, 2, false},   // 1.4x
-      {{1, 128, 56, 56}, 32, 2, true},  {{1, 128, 56, 56}, 32, 3, false},  // 1.6x
-      {{1, 48, 13, 13}, 192, 2, true},  {{1, 32, 27, 27}, 128, 2, true},
-      {{1, 64, 13, 13}, 256, 2, true},  {{1, 64, 56, 56}, 64, 2, true},
-      {{1, 256, 14, 14}, 256, 2, true}, {{1, 64, 56, 56}, 64, 8, false},  // 8 threads
+      {{1, 16, 55, 55}, 64, 1, true},
+      {{1, 16, 55, 55}, 64, 2, false},
+      {{1, 32, 56, 56}, 96, 1, true},
+      {{1, 32, 56, 56}, 96, 2, true},  // 1.9x the line
+      {{1, 24, 56, 56}, 64, 1, true},
+      {{1, 24, 56, 56}, 64, 2, false},  // 1.4x
+      {{1, 128, 56, 56}, 32, 2, true},
+      {{1, 128, 56, 56}, 32, 3, false},  // 1.6x
+      {{1, 48, 13, 13}, 192, 2, true},
+      {{1, 32, 27, 27}, 128, 2, true},
+      {{1, 64, 13, 13}, 256, 2, true},
+      {{1, 64, 56, 56}, 64, 2, true},
+      {{1, 256, 14, 14}, 256, 2, true},
+      {{1, 64, 56, 56}, 64, 8, false},  // 8 threads
+      // Taken on one thread of a core with half the flops (the graph's default balance, 6.4),
+      // direct at 2: there the line is not lowered for it.
+      {{1, 48, 96, 128}, 16, 1, true},
+      {{1, 48, 96, 128}, 16, 2, false},
+      {{1, 16, 56, 56}, 32, 1, true},
+      {{1, 16, 56, 56}, 32, 2, false},
   };
   for (const Layer& l : layers) {
     LoweringOptions o;
