@@ -327,12 +327,38 @@ class Expander {
     return ctx_->make(Op::GEP, vec(el, n), loads, pick);
   }
 
+  // Lanes that share few elements scattered over a short span (a resize by 5 / 4: each window
+  // position's lanes 4 apart, five lanes to an element): one contiguous load of the span and a
+  // shuffle that picks the lanes, not a load per run of one or two elements. The span is rounded
+  // up to an even length (LLVM splits an odd one lane by lane), and taken only where it stays
+  // inside the buffer for every value of the index. Lanes with elements of their own (a Winograd
+  // transform's tiles 4 apart) keep their runs. nullptr otherwise.
+  const UOp* span_load(const Lanes& ls, const std::vector<std::pair<int64_t, int64_t>>& runs,
+                       const UOp* buf, int64_t n, DType el) {
+    if (runs.size() < 4 || buf->dtype.ptr_size < 0) return nullptr;
+    int64_t first = runs.front().first, elements = 0;
+    for (auto [start, len] : runs) elements += len;
+    int64_t span = runs.back().first + runs.back().second - first;
+    span += span % 2;
+    if (elements > 2 * static_cast<int64_t>(runs.size()) || 2 * elements > n || span > 64)
+      return nullptr;
+    const Access& a0 = ls.acc[0];
+    if (a0.lin->vmin() + first < 0 || a0.lin->vmax() + first + span > buf->dtype.ptr_size)
+      return nullptr;
+    const UOp* load = ctx_->make(Op::LOAD, vec(el, span),
+                                 {make_index(buf, a0.gate, simplify(a0.lin->add(first)))});
+    std::vector<int64_t> pick;
+    for (int64_t l = 0; l < n; ++l) pick.push_back(ls.offset[static_cast<size_t>(l)] - first);
+    return ctx_->make(Op::GEP, vec(el, n), {load}, pick);
+  }
+
   // Lanes that share a gate at constant offsets from the first as vector loads (one per run of
-  // consecutive offsets, or strided), or nullptr.
+  // consecutive offsets, strided, or one over a short span), or nullptr.
   const UOp* uniform_load(const Lanes& ls, const UOp* buf, int64_t n, DType el) {
     if (!ls.uniform) return nullptr;
     if (const UOp* strided = strided_load(ls, buf, n, el)) return strided;
     auto runs = runs_of(ls.offset);
+    if (const UOp* spanned = span_load(ls, runs, buf, n, el)) return spanned;
     if (odd_run(runs)) return nullptr;
     const Access& a0 = ls.acc[0];
     std::vector<const UOp*> loads;

@@ -145,6 +145,22 @@ TEST(JitDifferential, StridedLoadsPickEveryOtherElement) {
   }
 }
 
+// Lanes that share a few elements scattered over a short span (a resize by 5 / 4 as windows:
+// each output group of 5 reads one input of a group of 4) are one vector load of the span and a
+// shuffle; the span stays inside the buffer at the row's end (the last group's element is 3 from
+// the end, the even-rounded span reaches no further). Widths 64 and 68 (17 groups: lanes that do
+// not divide evenly).
+TEST(JitDifferential, LanesSharingAShortSpanLoadItOnce) {
+  for (int64_t groups : {32, 34}) {
+    Graph g;
+    Tensor x = Tensor::input(g, "x", dtypes::float32, {2, 8, 4 * groups});
+    Tensor windows = x.window({2}, {4}, {1});  // (2, 8, groups, 2)
+    Tensor taps = windows.unsqueeze(3).expand({2, 8, groups, 5, 2}).reshape({2, 8, 5 * groups, 2});
+    g.add_output("y", taps.mul(taps).sum({3}).uop());
+    check_graph(g, static_cast<uint64_t>(groups), str_cat("5 / 4 lanes, ", groups, " groups"));
+  }
+}
+
 // Lane axes that take no good divisor (a 114-wide padded row, a depthwise convolution's 14-wide
 // map) are padded to a whole vector on AVX hosts; the last group's extra lanes are masked
 // (masked vector loads and stores, taken only when a lane is off). Values here, on the host;

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Resize with its scales an initializer (taps known at compile time: windows over the input,
-compiler/frontend/onnx/resize_windows.cc, or a gather of a tap table) against the same model
+compiler/frontend/onnx/resize_windows.cc) against the same model
 with the scales a model input (the kernel computes the taps: run_time_resize.cc, which ONNX's
 node tests check), and against PyTorch's interpolate where it has the mode: linear and cubic,
-every coordinate transform, up by 2 and 3, down by 2, 5 / 4 (a gather), cubic's coefficient
+every coordinate transform, up by 2 and 3, down by 2, 5 / 4, cubic's coefficient
 and exclude_outside, on a 1x3x8x12 input (both axes resized).
 
 Usage: resize_modes.py KILNC KILN_RUN WORK_DIR
