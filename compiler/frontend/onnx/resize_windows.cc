@@ -22,8 +22,9 @@ namespace kiln::onnxfe {
 
 namespace {
 
-// Wider windows are left to the gather (cubic taps by 5 / 4 span 6 inputs; a factor of 1 / 8 or
-// less spans more than its taps).
+// Wider windows are left to the gather. A group's window spans about q inputs plus the taps:
+// by an integer factor up or down 2 to 5 inputs, by 5 / 4 6 (linear) or 8 (cubic); a group of
+// p outputs from many inputs (37 / 23: 23) spans more.
 constexpr int64_t kMaxWindow = 8;
 
 }  // namespace
