@@ -169,11 +169,12 @@ const Transform* choose(int64_t n, int64_t c, int64_t k, int64_t h, int64_t wd,
                         const LoweringOptions& o) {
   if (k % kWeightPanel != 0) return nullptr;
   for (const Transform* t : {&kF4, &kF2}) {
-    if (n * tiles(h, *t) * tiles(wd, *t) < 16) continue;
+    int64_t rows = n * tiles(h, *t) * tiles(wd, *t);  // the GEMMs' rows of tiles
+    if (rows < 16) continue;
     if (t->points() * c * k * 4 > (int64_t{64} << 20)) return nullptr;
     if (!streams_pay(*t, n, h, wd, o.machine_balance)) return nullptr;
     int64_t moved = c > k ? 3 * c + k : 2 * (c + k);  // twice the weighted channels
-    bool lower = o.threads == 1 && n * tiles(h, *t) * tiles(wd, *t) >= 64;
+    bool lower = o.threads == 1 && rows >= 64;
     double line = lower ? 75.0 * std::clamp(o.machine_balance / kLineBalance, 0.5, 1.0) : 75.0;
     double saved = 8.0 * static_cast<double>(t->saved() * c * k);
     return saved >= line * static_cast<double>((o.threads + 1) * t->points() * moved) ? t : nullptr;

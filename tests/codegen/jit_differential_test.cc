@@ -148,8 +148,8 @@ TEST(JitDifferential, StridedLoadsPickEveryOtherElement) {
 // Lanes that share a few elements scattered over a short span (a resize by 5 / 4 as windows:
 // each output group of 5 reads one input of a group of 4) are one vector load of the span and a
 // shuffle; the span stays inside the buffer at the row's end (the last group's element is 3 from
-// the end, the even-rounded span reaches no further). Widths 64 and 68 (17 groups: lanes that do
-// not divide evenly).
+// the end, the even-rounded span reaches no further). 32 groups (160 outputs, 80 lanes: the span
+// load) and 34 (170: lanes that are no whole groups of 5 keep their per-lane loads).
 TEST(JitDifferential, LanesSharingAShortSpanLoadItOnce) {
   for (int64_t groups : {32, 34}) {
     Graph g;

@@ -67,9 +67,8 @@ std::optional<Tensor> resize_by_windows(NodeContext& n, const Tensor& x, int64_t
   Tensor windows = x.pad(pads).permute(order).window({m}, {q}, {1});  // (..., groups, m)
   Shape repeated = windows.shape();
   repeated.insert(repeated.end() - 1, p);  // (..., groups, p, m)
-  Shape merged = x.permute(order).shape();
-  merged.back() = out;
-  merged.push_back(m);  // (..., out, m)
+  Shape merged = windows.shape();
+  merged[static_cast<size_t>(r - 1)] = out;  // (..., out, m)
   Tensor taps = windows.unsqueeze(r).expand(repeated).reshape(merged);
   // The window before the outputs, as W is stored (a permuted constant is folded into one of
   // that layout: its lanes would lie m apart).
