@@ -19,9 +19,11 @@
 #include "compiler/jit/jit.h"
 #include "compiler/jit/kernel_timer.h"
 #include "compiler/opt/cross_core_traffic.h"
+#include "compiler/opt/thread_affine_arena.h"
 #include "compiler/package/package_reader.h"
 #include "compiler/package/package_writer.h"
 #include "compiler/package/static_library.h"
+#include "compiler/schedule/memory_plan.h"
 #include "compiler/support/error.h"
 
 namespace kiln {
@@ -54,6 +56,17 @@ void optimize_run(Compilation& c) {
   o.threads = c.a.graph->lowering().threads;
   c.a.optimized = optimize_programs(c.a.plan, c.target, o, &c.a.tuning);
   set_launch_tasks(c.a.plan, c.a.optimized);
+  if (o.threads > 1) {
+    ArenaPlacement moved =
+        place_arena_for_threads(c.a.plan, c.a.optimized, static_cast<int>(o.threads));
+    if (moved.slots_moved > 0) {
+      std::string err = check_memory_plan(c.a.plan);
+      if (!err.empty()) throw InternalError("memory plan after thread-affine offsets: " + err);
+      c.log << "arena for " << o.threads << " threads: " << moved.slots_moved << " of "
+            << c.a.plan.memory.slots.size() << " buffers moved, lines between cores per run "
+            << moved.lines_before << " -> " << moved.lines_after << "\n";
+    }
+  }
   if (int t = c.options.cross_core_threads; t > 0)
     c.log << cross_core_report(c.a.plan, cross_core_traffic(c.a.plan, c.a.optimized, t), t);
   c.a.kernels.resize(c.a.plan.programs.size());

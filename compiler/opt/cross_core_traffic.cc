@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "compiler/support/error.h"
@@ -143,19 +144,25 @@ AddressSpace address_space(const Plan& plan) {
   return a;
 }
 
-// The lines one launch reads and writes, per thread.
-struct LaunchLines {
-  std::vector<std::vector<int64_t>> reads, writes;  // [thread] sorted, unique
+// The lines one argument's accesses touch, per thread, counted from the buffer's first line.
+struct ArgLines {
+  size_t arg = 0;
+  bool written = false;
+  std::vector<std::vector<int64_t>> lines;  // [thread]
+};
+
+// What a launch's program touches in each argument the address space places (base >= 0): the
+// same for every launch of the program at the same place in its group, so computed once.
+struct ProgramLines {
+  std::vector<ArgLines> args;
   bool analysed = true;
 };
 
 // `first_item`: the launch's first item in its group of `group_items`.
-LaunchLines launch_lines(const Plan& plan, const Launch& l, const OptimizedKernel& k,
-                         const std::vector<int64_t>& base, int threads, int64_t first_item,
-                         int64_t group_items) {
-  LaunchLines out;
-  out.reads.resize(static_cast<size_t>(threads));
-  out.writes.resize(static_cast<size_t>(threads));
+ProgramLines program_lines(const Plan& plan, const Launch& l, const OptimizedKernel& k,
+                           const std::vector<int64_t>& base, int threads, int64_t first_item,
+                           int64_t group_items) {
+  ProgramLines out;
   auto thread_of_item = [&](int64_t item) {
     for (int t = threads - 1; t >= 0; --t)
       if (item >= t * group_items / threads) return t;
@@ -187,11 +194,12 @@ LaunchLines launch_lines(const Plan& plan, const Launch& l, const OptimizedKerne
       if (u->op != Op::INDEX || u->src[0]->op != Op::DEFINE_GLOBAL) continue;
       size_t arg = static_cast<size_t>(u->src[0]->iarg());
       int buffer = l.args.at(arg);
-      int64_t at0 = base[static_cast<size_t>(buffer)];
-      if (at0 < 0) continue;
+      if (base[static_cast<size_t>(buffer)] < 0) continue;
       int64_t item = plan.buffer(buffer).dtype.itemsize();
       bool written = std::find(stored.begin(), stored.end(), u) != stored.end();
-      auto& sets = written ? out.writes : out.reads;
+      out.args.push_back(
+          {arg, written, std::vector<std::vector<int64_t>>(static_cast<size_t>(threads))});
+      auto& sets = out.args.back().lines;
       IndexProgram p(u->src[1]);
       const std::vector<const UOp*>& rs = p.ranges();
       std::vector<int64_t> ends, at(rs.size(), 0);
@@ -207,7 +215,7 @@ LaunchLines launch_lines(const Plan& plan, const Launch& l, const OptimizedKerne
         for (;;) {
           int64_t idx = p.eval(at);
           if (idx != kInvalid) {
-            int64_t line = (at0 + idx * item) / kLine;
+            int64_t line = idx * item / kLine;
             auto add = [&](int t) {
               if (last[static_cast<size_t>(t)] == line) return;
               last[static_cast<size_t>(t)] = line;
@@ -226,8 +234,23 @@ LaunchLines launch_lines(const Plan& plan, const Launch& l, const OptimizedKerne
     }
   } catch (const NotWalkable&) {
     out.analysed = false;
-    for (auto& s : out.reads) s.clear();
-    for (auto& s : out.writes) s.clear();
+    out.args.clear();
+  }
+  return out;
+}
+
+// A launch's lines from its program's, each argument's at its buffer's first line.
+LaunchLines launch_lines(const ProgramLines& p, const Launch& l, const std::vector<int64_t>& base,
+                         int threads) {
+  LaunchLines out;
+  out.reads.resize(static_cast<size_t>(threads));
+  out.writes.resize(static_cast<size_t>(threads));
+  out.analysed = p.analysed;
+  for (const ArgLines& a : p.args) {
+    int64_t first = base[static_cast<size_t>(l.args.at(a.arg))] / kLine;
+    auto& sets = a.written ? out.writes : out.reads;
+    for (size_t t = 0; t < a.lines.size(); ++t)
+      for (int64_t line : a.lines[t]) sets[t].push_back(first + line);
   }
   for (auto* sets : {&out.reads, &out.writes})
     for (auto& s : *sets) {
@@ -246,13 +269,12 @@ int64_t distinct(const std::vector<std::vector<int64_t>>& sets) {
 
 }  // namespace
 
-std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
-                                              const std::vector<OptimizedKernel>& kernels,
-                                              int threads) {
-  KILN_CHECK(threads >= 1 && threads <= 8, "cross_core_traffic: 1 to 8 threads, not ", threads);
-  AddressSpace space = address_space(plan);
+std::vector<LaunchLines> lines_touched(const Plan& plan,
+                                       const std::vector<OptimizedKernel>& kernels, int threads,
+                                       const std::vector<int64_t>& base) {
   std::vector<LaunchLines> touched(plan.launches.size());
-  std::vector<LaunchTraffic> out(plan.launches.size());
+  // (program, first item, group's items, the arguments placed) -> its lines
+  std::map<std::tuple<int, int64_t, int64_t, std::vector<bool>>, ProgramLines> programs;
   for (const std::vector<int>& group : plan.groups) {
     // (The kernels' task counts: the optimize stage copies them into the launches.)
     auto kernel = [&](int l) -> const OptimizedKernel& {
@@ -261,11 +283,29 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
     int64_t items = 0, first = 0;
     for (int l : group) items += kernel(l).ntasks;
     for (int l : group) {
-      touched[static_cast<size_t>(l)] = launch_lines(plan, plan.launches[static_cast<size_t>(l)],
-                                                     kernel(l), space.base, threads, first, items);
+      const Launch& launch = plan.launches[static_cast<size_t>(l)];
+      std::vector<bool> placed;
+      for (int b : launch.args) placed.push_back(base[static_cast<size_t>(b)] >= 0);
+      auto key = std::make_tuple(launch.program, first, items, placed);
+      auto it = programs.find(key);
+      if (it == programs.end())
+        it = programs
+                 .emplace(key, program_lines(plan, launch, kernel(l), base, threads, first, items))
+                 .first;
+      touched[static_cast<size_t>(l)] = launch_lines(it->second, launch, base, threads);
       first += kernel(l).ntasks;
     }
   }
+  return touched;
+}
+
+std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
+                                              const std::vector<OptimizedKernel>& kernels,
+                                              int threads) {
+  KILN_CHECK(threads >= 1 && threads <= 8, "cross_core_traffic: 1 to 8 threads, not ", threads);
+  AddressSpace space = address_space(plan);
+  std::vector<LaunchLines> touched = lines_touched(plan, kernels, threads, space.base);
+  std::vector<LaunchTraffic> out(plan.launches.size());
   // Per line: the thread and the launch that wrote it last (-1: none yet), the threads whose
   // cores hold it, and the launch that touched it last and whether it wrote it (which buffer
   // that was is looked up only for the lines written across).

@@ -40,6 +40,20 @@ struct LaunchTraffic {
   std::map<int, int64_t> written_over;  // buffer -> lines
 };
 
+// The 64-byte lines one launch reads and writes, per thread (sorted, unique), in an address
+// space where buffer b starts at byte base[b] (-1: not walked; weights, only read, stay shared).
+// `analysed` is false where an index cannot be walked at compile time (its sets are empty).
+struct LaunchLines {
+  std::vector<std::vector<int64_t>> reads, writes;  // [thread]
+  bool analysed = true;
+};
+
+// The lines of every launch of `plan` (in launch order) at `threads` threads, by each task's
+// share of its group's items, as the runtime's pool hands them out.
+std::vector<LaunchLines> lines_touched(const Plan& plan,
+                                       const std::vector<OptimizedKernel>& kernels, int threads,
+                                       const std::vector<int64_t>& base);
+
 // The steady-state traffic of every launch of `plan` (in launch order) at `threads` threads.
 // `kernels` are the optimized programs (their parallel loops and task counts).
 std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
