@@ -12,15 +12,12 @@
 #include "compiler/opt/cross_core_traffic.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/tensor/tensor.h"
+#include "tests/opt/opt_plans.h"
 
 namespace kiln {
 namespace {
 
-struct Planned {
-  std::unique_ptr<Graph> graph;  // owns the plan's UOps
-  Plan plan;
-  std::vector<OptimizedKernel> kernels;
-};
+using testing::Planned;
 
 // x (64 x 256 floats: a row is 16 lines) -> y = 2 x -> z = 3 y or 3 yᵀ, every kernel split
 // into `tasks` tasks along its outermost loop.
@@ -31,12 +28,7 @@ Planned two_kernels(bool transposed, int64_t tasks) {
   Tensor y = x.mul(2.0).contiguous();
   g.add_output("z", (transposed ? y.transpose(0, 1) : y).mul(3.0).uop());
   Planned p{std::move(owner), plan_graph(g, {}), {}};
-  for (const KernelProgram& k : p.plan.programs) {
-    const UOp* outer = nullptr;
-    for (const UOp* u : k.ast->toposort())
-      if (u->op == Op::RANGE && (!outer || u->range().id < outer->range().id)) outer = u;
-    p.kernels.push_back(apply_opts(k.ast, {{OptKind::Parallel, outer->range().id, tasks}}));
-  }
+  p.kernels = testing::split_outermost(p.plan, tasks);
   return p;
 }
 
@@ -107,13 +99,7 @@ TEST(CrossCoreTraffic, AWriteOverAnEarlierTenantsLinesNamesThatTenant) {
   g.add_output("o", w.mul(5.0).uop());
   Plan plan = plan_graph(g, {});
   ASSERT_EQ(plan.launches.size(), 4u);
-  std::vector<OptimizedKernel> kernels;
-  for (const KernelProgram& k : plan.programs) {
-    const UOp* outer = nullptr;
-    for (const UOp* u : k.ast->toposort())
-      if (u->op == Op::RANGE && (!outer || u->range().id < outer->range().id)) outer = u;
-    kernels.push_back(apply_opts(k.ast, {{OptKind::Parallel, outer->range().id, 2}}));
-  }
+  std::vector<OptimizedKernel> kernels = testing::split_outermost(plan, 2);
   int yb = plan.launches[0].args[0], wb = plan.launches[2].args[0];
   auto offset = [&](int b) {
     for (const MemorySlot& s : plan.memory.slots)

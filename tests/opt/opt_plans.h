@@ -1,6 +1,7 @@
 // Plans shared by the opt tests.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "compiler/driver/compile.h"
@@ -8,6 +9,26 @@
 #include "compiler/tensor/nn.h"
 
 namespace kiln::testing {
+
+// A graph, its plan and its programs' optimized kernels (the graph owns the plan's UOps).
+struct Planned {
+  std::unique_ptr<Graph> graph;
+  Plan plan;
+  std::vector<OptimizedKernel> kernels;
+};
+
+// Every program of `plan` with its tasks split `tasks` ways along its outermost loop (the lowest
+// range id), and nothing else: the splits the cross-core tests reason about.
+inline std::vector<OptimizedKernel> split_outermost(const Plan& plan, int64_t tasks) {
+  std::vector<OptimizedKernel> kernels;
+  for (const KernelProgram& k : plan.programs) {
+    const UOp* outer = nullptr;
+    for (const UOp* u : k.ast->toposort())
+      if (u->op == Op::RANGE && (!outer || u->range().id < outer->range().id)) outer = u;
+    kernels.push_back(apply_opts(k.ast, {{OptKind::Parallel, outer->range().id, tasks}}));
+  }
+  return kernels;
+}
 
 // The plan of relu(a @ b) for an m x k input a and a k x n input b.
 inline Plan matmul_plan(Graph& g, int64_t m, int64_t k, int64_t n) {

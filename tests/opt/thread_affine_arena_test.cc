@@ -15,16 +15,13 @@
 #include "compiler/schedule/interpreter.h"
 #include "compiler/schedule/memory_plan.h"
 #include "compiler/tensor/eager.h"
+#include "tests/opt/opt_plans.h"
 #include "tests/schedule/plan_util.h"
 
 namespace kiln {
 namespace {
 
-struct Planned {
-  std::unique_ptr<Graph> graph;  // owns the plan's UOps
-  Plan plan;
-  std::vector<OptimizedKernel> kernels;
-};
+using testing::Planned;
 
 // The chain above, each kernel in `tasks` tasks along its outermost loop.
 Planned chain(int64_t tasks) {
@@ -36,12 +33,7 @@ Planned chain(int64_t tasks) {
   Tensor c = b.mul(3.0).contiguous();
   g.add_output("y", c.mul(4.0).add(b).uop());  // b read again: c cannot take b's bytes in place
   Planned p{std::move(owner), plan_graph(g, {}), {}};
-  for (const KernelProgram& k : p.plan.programs) {
-    const UOp* outer = nullptr;
-    for (const UOp* u : k.ast->toposort())
-      if (u->op == Op::RANGE && (!outer || u->range().id < outer->range().id)) outer = u;
-    p.kernels.push_back(apply_opts(k.ast, {{OptKind::Parallel, outer->range().id, tasks}}));
-  }
+  p.kernels = testing::split_outermost(p.plan, tasks);
   return p;
 }
 
