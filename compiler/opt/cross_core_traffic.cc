@@ -306,12 +306,9 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
   AddressSpace space = address_space(plan);
   std::vector<LaunchLines> touched = lines_touched(plan, kernels, threads, space.base);
   std::vector<LaunchTraffic> out(plan.launches.size());
-  // Per line: the thread and the launch that wrote it last (-1: none yet), the threads whose
-  // cores hold it, and the launch that touched it last and whether it wrote it (which buffer
-  // that was is looked up only for the lines written across).
-  std::vector<int8_t> writer(static_cast<size_t>(space.lines), -1);
+  // Per line: the launch that wrote it last, and the launch that touched it last and whether it
+  // wrote it (which buffer that was is looked up only for the lines written across).
   std::vector<int> writer_launch(static_cast<size_t>(space.lines), -1);
-  std::vector<uint8_t> holders(static_cast<size_t>(space.lines), 0);
   std::vector<int> toucher(static_cast<size_t>(space.lines), -1);
   std::vector<uint8_t> touched_by_write(static_cast<size_t>(space.lines), 0);
   // The buffer among launch l's inputs (or its output) that holds `line`.
@@ -326,45 +323,28 @@ std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,
     }
     return -1;
   };
-  for (int run = 0; run < 2; ++run) {
-    bool counted = run == 1;
-    for (const std::vector<int>& group : plan.groups) {
-      // The launches of a group run at once: their reads see the state before the group.
-      for (int l : group) {
-        const LaunchLines& t = touched[static_cast<size_t>(l)];
-        for (int th = 0; th < threads; ++th)
-          for (int64_t line : t.reads[static_cast<size_t>(th)]) {
-            size_t at = static_cast<size_t>(line);
-            int8_t w = writer[at];
-            if (counted && w >= 0 && w != th) {
-              ++out[static_cast<size_t>(l)].cross_reads;
-              ++out[static_cast<size_t>(l)].read_from[writer_launch[at]];
-            }
-            holders[at] |= static_cast<uint8_t>(1u << th);
-            toucher[at] = l;
-            touched_by_write[at] = 0;
-          }
-      }
-      for (int l : group) {
-        const LaunchLines& t = touched[static_cast<size_t>(l)];
-        for (int th = 0; th < threads; ++th)
-          for (int64_t line : t.writes[static_cast<size_t>(th)]) {
-            size_t at = static_cast<size_t>(line);
-            uint8_t mine = static_cast<uint8_t>(1u << th);
-            if (counted && (holders[at] & ~mine)) {
-              ++out[static_cast<size_t>(l)].cross_writes;
-              ++out[static_cast<size_t>(l)]
-                    .written_over[buffer_at(toucher[at], line, touched_by_write[at])];
-            }
-            holders[at] = mine;
-            writer[at] = static_cast<int8_t>(th);
-            writer_launch[at] = l;
-            toucher[at] = l;
-            touched_by_write[at] = 1;
-          }
-      }
-    }
-  }
+  replay_two_runs(
+      plan, touched, threads, space.lines, [](int64_t line) { return line; },
+      [&](int l, int64_t line, bool cross) {
+        size_t at = static_cast<size_t>(line);
+        if (cross) {
+          ++out[static_cast<size_t>(l)].cross_reads;
+          ++out[static_cast<size_t>(l)].read_from[writer_launch[at]];
+        }
+        toucher[at] = l;
+        touched_by_write[at] = 0;
+      },
+      [&](int l, int64_t line, bool cross) {
+        size_t at = static_cast<size_t>(line);
+        if (cross) {
+          ++out[static_cast<size_t>(l)].cross_writes;
+          ++out[static_cast<size_t>(l)]
+                .written_over[buffer_at(toucher[at], line, touched_by_write[at])];
+        }
+        writer_launch[at] = l;
+        toucher[at] = l;
+        touched_by_write[at] = 1;
+      });
   for (size_t l = 0; l < out.size(); ++l) {
     out[l].launch = static_cast<int>(l);
     out[l].lines_read = distinct(touched[l].reads);

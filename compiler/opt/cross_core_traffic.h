@@ -54,6 +54,41 @@ std::vector<LaunchLines> lines_touched(const Plan& plan,
                                        const std::vector<OptimizedKernel>& kernels, int threads,
                                        const std::vector<int64_t>& base);
 
+// The cores' view of the lines through two runs of the plan, as the runtime runs them with no
+// stealing (the launches of a group at once: their reads see the state before the group's
+// writes). For every access, on_read(launch, line, cross) or on_write(launch, line, cross), the
+// line being where(l) for the launch's line l, one of `lines` tracked (the identity, or a
+// layout's placement of them); `cross`, in the second run only, says it comes from another core:
+// read after another thread wrote it, or written while another core holds it. The callbacks run
+// before the access updates the writer and holders. cross_core_traffic counts with it, and so
+// does the arena's placement for threads (thread_affine_arena.h).
+template <class Where, class OnRead, class OnWrite>
+void replay_two_runs(const Plan& plan, const std::vector<LaunchLines>& touched, int threads,
+                     int64_t lines, Where where, OnRead on_read, OnWrite on_write) {
+  std::vector<int8_t> writer(static_cast<size_t>(lines), -1);   // -1: none yet
+  std::vector<uint8_t> holders(static_cast<size_t>(lines), 0);  // the threads whose cores hold it
+  for (int run = 0; run < 2; ++run)
+    for (const std::vector<int>& group : plan.groups) {
+      for (int l : group)
+        for (int th = 0; th < threads; ++th)
+          for (int64_t line : touched[static_cast<size_t>(l)].reads[static_cast<size_t>(th)]) {
+            int64_t at = where(line);
+            int8_t w = writer[static_cast<size_t>(at)];
+            on_read(l, at, run == 1 && w >= 0 && w != th);
+            holders[static_cast<size_t>(at)] |= static_cast<uint8_t>(1u << th);
+          }
+      for (int l : group)
+        for (int th = 0; th < threads; ++th)
+          for (int64_t line : touched[static_cast<size_t>(l)].writes[static_cast<size_t>(th)]) {
+            int64_t at = where(line);
+            uint8_t mine = static_cast<uint8_t>(1u << th);
+            on_write(l, at, run == 1 && (holders[static_cast<size_t>(at)] & ~mine) != 0);
+            holders[static_cast<size_t>(at)] = mine;
+            writer[static_cast<size_t>(at)] = static_cast<int8_t>(th);
+          }
+    }
+}
+
 // The steady-state traffic of every launch of `plan` (in launch order) at `threads` threads.
 // `kernels` are the optimized programs (their parallel loops and task counts).
 std::vector<LaunchTraffic> cross_core_traffic(const Plan& plan,

@@ -10,6 +10,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/package/package_signing.h"
 #include "compiler/schedule/extents.h"
+#include "compiler/support/arith.h"
 #include "compiler/support/error.h"
 #include "compiler/target/target_info.h"
 #include "compiler/tensor/tensor.h"
@@ -22,10 +23,6 @@ namespace {
 
 fb::DType to_fb(DType d) {
   return static_cast<fb::DType>(package_dtype(d));
-}
-
-int64_t align_up(int64_t v, int64_t a) {
-  return (v + a - 1) / a * a;
 }
 
 }  // namespace
@@ -97,7 +94,7 @@ class ConstantPool {
       for (auto it = lo; it != hi; ++it)
         if (std::equal(bytes.begin(), bytes.end(), data_.begin() + it->second)) return it->second;
     }
-    int64_t off = align_up(static_cast<int64_t>(data_.size()), 64);
+    int64_t off = round_up(static_cast<int64_t>(data_.size()), 64);
     data_.resize(static_cast<size_t>(off), 0);
     data_.insert(data_.end(), bytes.begin(), bytes.end());
     by_hash_.emplace(h, off);

@@ -2,15 +2,12 @@
 
 #include <algorithm>
 
+#include "compiler/support/arith.h"
 #include "compiler/support/error.h"
 
 namespace kiln {
 
 namespace {
-
-int64_t round_up(int64_t v, int64_t a) {
-  return (v + a - 1) / a * a;
-}
 
 struct Lifetime {
   int first = -1, last = -1;

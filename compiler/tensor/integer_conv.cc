@@ -1,17 +1,10 @@
 #include "compiler/tensor/integer_conv.h"
 
+#include "compiler/support/arith.h"
 #include "compiler/support/error.h"
 #include "compiler/tensor/weight_layout.h"
 
 namespace kiln {
-
-namespace {
-
-int64_t round_up(int64_t v, int64_t m) {
-  return (v + m - 1) / m * m;
-}
-
-}  // namespace
 
 Tensor conv_u8s8(const Tensor& x, int64_t zx, const Tensor& w, const ConvParams& p) {
   if (x.dtype() != dtypes::uint8 || w.dtype() != dtypes::int8 || x.ndim() != 4 || w.ndim() != 4 ||
