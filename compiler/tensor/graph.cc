@@ -1,5 +1,6 @@
 #include "compiler/tensor/graph.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "compiler/support/error.h"
@@ -145,9 +146,18 @@ bool Graph::reads_buffer(const UOp* root) {
 }
 
 void Graph::carry_origins(const std::unordered_map<const UOp*, const UOp*>& rebuilt) {
-  for (const auto& [from, to] : rebuilt)
-    if (from != to && !origin_.count(to))
-      if (auto it = origin_.find(from); it != origin_.end()) origin_[to] = it->second;
+  // Hash-consing can rebuild several old nodes as one new node. It takes the earliest origin in
+  // model order: the map's iteration order follows the nodes' addresses, and a label picked by it
+  // would differ between two builds of kilnc (a package must not).
+  std::unordered_map<const UOp*, int64_t> earliest;
+  for (const auto& [from, to] : rebuilt) {
+    if (from == to || origin_.count(to)) continue;
+    if (int64_t i = origin_index(from); i >= 0) {
+      auto [it, fresh] = earliest.emplace(to, i);
+      if (!fresh) it->second = std::min(it->second, i);
+    }
+  }
+  for (const auto& [to, i] : earliest) origin_[to] = i;
 }
 
 const std::string* Graph::origin(const UOp* u) const {

@@ -6,7 +6,9 @@ TransformerEncoder, an LSTM classifier, a GRU tagger and a U-Net with seeded ran
 (export_models.py), compiles each with
 `kilnc compile`, runs it with `kiln-run`, and compares with PyTorch's output on the same input:
 max |diff| <= 1e-4 * max |reference|, and the same top-1 class for the image classifiers. Compile time
-is printed; over 60 s fails.
+is printed; over 60 s fails. Each model is compiled a second time with glibc's malloc told to place
+its blocks otherwise (no thread cache, every block from mmap): the package must be byte for byte the
+same, as it must be from two builds of kilnc whose allocations differ.
 
 Usage: check_real_models.py KILNC KILN_RUN WORK_DIR [NAME ...]
 """
@@ -23,11 +25,18 @@ sys.path.insert(0, HERE)
 import export_models  # noqa: E402
 
 COMPILE_LIMIT_S = 60.0
+# Other addresses for every node: a choice that follows pointer order or hash order shows here.
+OTHER_HEAP = "glibc.malloc.tcache_count=0:glibc.malloc.mmap_threshold=4096"
 TOLERANCE = 1e-4
 IMAGE_CLASSIFIERS = {"resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50", "efficientnet_b0",
                      "densenet121"}
 DEFAULT = ["resnet18", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0", "densenet121",
            "transformer", "lstm_classifier", "gru_tagger", "unet"]
+
+
+def same_bytes(a, b):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
 
 
 def check(name, kilnc, kiln_run, work):
@@ -38,6 +47,11 @@ def check(name, kilnc, kiln_run, work):
     t0 = time.monotonic()
     subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", pkg], check=True)
     compile_s = time.monotonic() - t0
+    again = os.path.join(d, "model_other_heap.kiln")
+    subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", again, "--quiet"],
+                   check=True, env={**os.environ, "GLIBC_TUNABLES": OTHER_HEAP})
+    reproducible = same_bytes(pkg, again)
+    os.remove(again)
     out_dir = os.path.join(d, "out")
     t0 = time.monotonic()
     subprocess.run([kiln_run, pkg, "--input", f"{input_name}={os.path.join(d, 'input.npy')}",
@@ -55,6 +69,8 @@ def check(name, kilnc, kiln_run, work):
             problems.append(f"max |diff| {diff:.3g} > {TOLERANCE} * max |ref| ({scale:.3g})")
         if name in IMAGE_CLASSIFIERS and int(got.argmax()) != int(ref.argmax()):
             problems.append(f"top-1 {int(got.argmax())}, PyTorch says {int(ref.argmax())}")
+    if not reproducible:
+        problems.append("compiled again with other heap addresses, the package differs")
     if compile_s > COMPILE_LIMIT_S:
         problems.append(f"compile took {compile_s:.1f} s (limit {COMPILE_LIMIT_S:.0f} s)")
     top1 = f", top-1 {int(got.argmax())}" if name in IMAGE_CLASSIFIERS else ""
