@@ -125,7 +125,11 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
           (budget + 1) * vectors + vectors + 1 <= t.vector_registers &&
           used_share(n, budget + 1) >= used_share(n, budget))
         odd = budget + 1;
-      if (up == padded && padded > exact && exact == 1 && odd > 1 &&
+      // On an even axis too where a vector FMA issues once per cycle (OptTarget::half_rate_fma:
+      // the padded positions' FMAs are what the tile waits for): a 14-wide row as 7s,
+      // efficientnet_b0's 14x14 expansions with SiLU 7 x 32 rather than 8 x 32 (the model 0.968
+      // of its time at 1 thread on a Zen 4 with this exception alone).
+      if (up == padded && padded > exact && (exact == 1 || t.half_rate_fma) && odd > 1 &&
           static_cast<double>(odd) >= static_cast<double>(padded) * used_share(n, padded))
         up = odd;
       if (up > 1) {
@@ -241,10 +245,19 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
     // less per FMA than 8 x 8; on AVX-512, 32 channels x 8 positions (2 + 8 loads per 16 FMAs)
     // rather than 16 positions x 8 channels (1 + 8 per 8): squeezenet's classifier ran at 88
     // GFLOP/s with the latter.
+    // Not on a target whose vector FMA issues once per cycle (OptTarget::half_rate_fma) where
+    // other output loops give the tile its positions: there the padded lanes' FMAs are what the
+    // tile waits for (efficientnet_b0's channels-last 24 -> 144 expansions at 56x56 as 16
+    // channels x 8 positions x 2 rows, not 32 x 8: the model 0.967 of its time at 1 thread on a
+    // Zen 4 with this exception alone). A matrix-vector product keeps its two weight streams
+    // (1280 -> 1000 took 0.155 ms with 32 lanes, 0.178 with 16).
     int64_t want = std::max(1, t.lane_vectors) * width;
     int64_t padded_vec = (size_of(vec) + want - 1) / want * want;
+    bool other_positions = false;
+    for (const UOp* r : kr.loops) other_positions |= r != vec && size_of(r) > 1;
     if (t.masked_vectors && lanes == width && want > width && size_of(vec) > want &&
-        worth_padding(size_of(vec), want) && loads_fit_padded(loads, vec, padded_vec))
+        !(t.half_rate_fma && other_positions) && worth_padding(size_of(vec), want) &&
+        loads_fit_padded(loads, vec, padded_vec))
       lanes = want;
     lanes = within_l1_sets(vec, lanes);
     // A broadcast operand that changes from block to block of the lane axis (a grouped
@@ -445,9 +458,13 @@ void contraction_tile(const UOp* ast, const KernelRanges& kr, int64_t width, int
           // (672 -> 112: 0.207 -> 0.182 ms), resnet50's layer2 conv3 10% (0.59 -> 0.53). Not
           // over short reductions, whose epilogue costs more than the loads (16 -> 96 at
           // 112x112 with SiLU: 0.49 -> 0.56 ms; 64 -> 384: +12%), nor for int8 dot products
-          // (mobilenet_v2_qdq's 1x1 layers 5-30% slower).
+          // (mobilenet_v2_qdq's 1x1 layers 5-30% slower), nor where a vector FMA issues once per
+          // cycle (OptTarget::half_rate_fma): there a vector and 16 broadcasts load in 8.5
+          // cycles what 16 FMAs take 16 for, and only the padding costs (efficientnet_b0 0.971
+          // of its time at 1 thread on a Zen 4 with this exception alone).
           bool load_bound = padded_lanes && unit == 1 && fmas_per_output >= 128 &&
-                            loads_per_fma_of(lanes, tile) > 1.0 && loads_per_fma_of(l, tl) < 0.75;
+                            !t.half_rate_fma && loads_per_fma_of(lanes, tile) > 1.0 &&
+                            loads_per_fma_of(l, tl) < 0.75;
           if (padding_of(tl) <= padding_of(tile) && !load_bound) continue;
           // Nor when the lane axis is the outermost loop and would leave tasks that 2 and 4
           // threads cannot split evenly (192 channels in 64s: 3 tasks, which 2 threads split

@@ -52,6 +52,11 @@ struct OptTarget {
   // Contractions get register tiles and unrolled reductions (OptLevel::Tiles); without, they
   // are vectorized like elementwise kernels.
   bool register_tiles = true;
+  // A vector FMA issues once per cycle (Zen 4's 512-bit FMAs on two 256-bit pipes), where the
+  // other targets issue two. Such a tile is bound by its FMAs, not its loads (two loads a cycle
+  // feed a tile of 16 lanes x 4 positions), so a padded position or lane costs a whole cycle
+  // and a tile that loads less per FMA saves nothing: contraction tiles take exact sizes.
+  bool half_rate_fma = false;
 };
 
 // The heuristics' view of a target at an opt level (None proposes nothing: see default_opts).
