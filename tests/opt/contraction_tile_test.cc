@@ -26,6 +26,17 @@ using testing::upcasts_of;
 using testing::upcasts_of_direct_3x3;
 using testing::upcasts_of_weight_matmul;
 
+// The upcasts of a classifier's matrix-vector product (1280 -> 1000, 16-lane weight panels).
+std::vector<Opt> classifier_upcasts(const OptTarget& t) {
+  Graph g;
+  g.lowering().vector_bytes = 64;
+  Tensor h = Tensor::input(g, "h", dtypes::float32, {1, 1280});
+  NDArray w(dtypes::float32, {1280, 1000});
+  g.add_output("y", matmul(h, Tensor::weight(g, "w", w)).uop());
+  Plan p = plan_graph(g, {});
+  return upcasts_of(default_opts(p.programs.at(0).ast, t));
+}
+
 // A 56-wide map could vectorize W (input and output contiguous) or the output channels (packed
 // weights contiguous); the heuristic takes the tile that loads less per FMA: 16 channels x 4
 // positions (6 loads per 8 FMAs) rather than 8 positions x 8 broadcast channels (9 per 8).
@@ -352,13 +363,7 @@ TEST(Heuristics, AnAxisOfHalfVectorsTakesWholeOnesWhereItsLoadsStayInBounds) {
             (std::vector<Opt>{{OptKind::Upcast, 1, 5}, {OptKind::Upcast, 0, 16}}));
   // A classifier's matrix-vector product (1280 -> 1000) likewise: 32 lanes, two weight streams
   // (mobilenet_v2's ran at 0.49 ms with 8 lanes, 0.27 with 32).
-  Graph g;
-  g.lowering().vector_bytes = 64;  // 16-lane panels
-  Tensor h = Tensor::input(g, "h", dtypes::float32, {1, 1280});
-  NDArray w(dtypes::float32, {1280, 1000});
-  g.add_output("y", matmul(h, Tensor::weight(g, "w", w)).uop());
-  Plan p = plan_graph(g, {});
-  std::vector<Opt> ups = upcasts_of(default_opts(p.programs.at(0).ast, avx512));
+  std::vector<Opt> ups = classifier_upcasts(avx512);
   ASSERT_FALSE(ups.empty());
   EXPECT_EQ(ups.back().amount, 32) << format_opts(ups);
 }
@@ -518,13 +523,7 @@ TEST(Heuristics, AHalfRateFmaTargetTakesExactTiles) {
     EXPECT_TRUE(o.range_id != 0 || 144 % o.amount == 0) << o.str();
   // A matrix-vector product keeps two weight streams (32 lanes over 1000 classes, the last group
   // masked): its padded lanes wait for memory, not for the FMAs.
-  Graph g;
-  g.lowering().vector_bytes = 64;
-  Tensor h = Tensor::input(g, "h", dtypes::float32, {1, 1280});
-  NDArray w(dtypes::float32, {1280, 1000});
-  g.add_output("y", matmul(h, Tensor::weight(g, "w", w)).uop());
-  Plan p = plan_graph(g, {});
-  std::vector<Opt> gemv = upcasts_of(default_opts(p.programs.at(0).ast, half));
+  std::vector<Opt> gemv = classifier_upcasts(half);
   ASSERT_FALSE(gemv.empty());
   EXPECT_EQ(gemv.back().amount, 32) << format_opts(gemv);
 }
