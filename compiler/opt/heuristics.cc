@@ -34,7 +34,8 @@ OptTarget opt_target(const TargetInfo& t, OptLevel level) {
   ot.masked_bytes = t.is_x86() && t.has_feature("avx512bw") && t.has_feature("avx512vl");
   ot.register_tiles = level == OptLevel::Tiles;
   ot.l2_bytes = t.l2_bytes();
-  ot.half_rate_fma = t.vector_bytes() == 64 && t.fma_flops_per_cycle() < 4 * 16;
+  // Fewer flops than two 16-lane FMAs (2 x 2 x 16) per cycle: 512-bit vectors on 256-bit units.
+  ot.half_rate_fma = t.vector_bytes() == 64 && t.fma_flops_per_cycle() < 2 * 2 * 16;
   return ot;
 }
 
