@@ -276,9 +276,13 @@ ArenaPlacement place_arena_for_threads(Plan& plan, const std::vector<OptimizedKe
       at[static_cast<size_t>(l)] = round_up(arena, kLine) / kLine + (l - io_line0);
     return at;
   };
+  // The lines the model moves with the units where they are, in an arena of `arena` bytes.
+  auto moved_in = [&](int64_t arena) {
+    return moved_lines(plan, touched, layout(arena),
+                       round_up(arena, kLine) / kLine + (lines - io_line0), threads);
+  };
   int64_t arena0 = mp.arena_bytes;
-  int64_t all_lines = round_up(arena0, kLine) / kLine + (lines - io_line0);
-  int64_t before = moved_lines(plan, touched, layout(arena0), all_lines, threads);
+  int64_t before = moved_in(arena0);
 
   // The first placement and kRefineRounds refinements of it: the one the model moves the fewest
   // lines in (each step weighs its neighbours only, so a refinement can lose).
@@ -289,9 +293,7 @@ ArenaPlacement place_arena_for_threads(Plan& plan, const std::vector<OptimizedKe
   };
   auto moved = [&] {
     int64_t a = arena_of();
-    if (a > arena0) return std::numeric_limits<int64_t>::max();
-    return moved_lines(plan, touched, layout(a), round_up(a, kLine) / kLine + (lines - io_line0),
-                       threads);
+    return a > arena0 ? std::numeric_limits<int64_t>::max() : moved_in(a);
   };
   std::vector<size_t> order = largest_first(units);
   place_units(units, order, use, arena0, mp.alignment);

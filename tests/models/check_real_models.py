@@ -12,6 +12,7 @@ same, as it must be from two builds of kilnc whose allocations differ.
 
 Usage: check_real_models.py KILNC KILN_RUN WORK_DIR [NAME ...]
 """
+import filecmp
 import os
 import subprocess
 import sys
@@ -34,11 +35,6 @@ DEFAULT = ["resnet18", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0", "dens
            "transformer", "lstm_classifier", "gru_tagger", "unet"]
 
 
-def same_bytes(a, b):
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        return fa.read() == fb.read()
-
-
 def check(name, kilnc, kiln_run, work):
     export_models.export(name, work)
     d = os.path.join(work, name)
@@ -50,7 +46,7 @@ def check(name, kilnc, kiln_run, work):
     again = os.path.join(d, "model_other_heap.kiln")
     subprocess.run([kilnc, "compile", os.path.join(d, "model.onnx"), "-o", again, "--quiet"],
                    check=True, env={**os.environ, "GLIBC_TUNABLES": OTHER_HEAP})
-    reproducible = same_bytes(pkg, again)
+    reproducible = filecmp.cmp(pkg, again, shallow=False)
     os.remove(again)
     out_dir = os.path.join(d, "out")
     t0 = time.monotonic()
