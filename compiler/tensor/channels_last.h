@@ -24,4 +24,12 @@ inline bool is_stored_channels_last(const UOp* u) {
          u->src[0]->varg() == kToChannelsLast;
 }
 
+// Whether t is such a map's NCHW view (what stored_channels_last returns): its readers read
+// the channels-last buffer, and storing it channels-last again would copy it.
+inline bool is_channels_last_view(const Tensor& t) {
+  const UOp* u = t.uop();
+  return u->op == Op::PERMUTE && u->varg() == kFromChannelsLast &&
+         is_stored_channels_last(u->src[0]);
+}
+
 }  // namespace kiln

@@ -98,6 +98,9 @@ struct LoweringOptions {
   // Small unstrided 3x3 depthwise layers (at most 14x14) as the sum of their taps over a dense
   // channels-last map, with no padded copy (compiler/tensor/depthwise_taps.h).
   bool depthwise_taps = true;
+  // An ONNX model's chains of dense convolutions keep their maps channels-last, so that a 1x1
+  // layer is a plain matrix product (compiler/frontend/onnx/channels_last_maps.h).
+  bool channels_last_chains = true;
   // The target's vector register in bytes (TargetInfo::vector_bytes; 32 is AVX2's; the driver
   // sets it before importing). Weight panels are its float32 lanes wide, at least 8
   // (weight_panel_for: 8 on AVX2 and NEON, 16 on AVX-512), so that one vector load reads one

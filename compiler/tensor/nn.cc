@@ -211,7 +211,11 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
   bool one_by_one = g == 1 && all_ones(kernel) && unpadded(pads);
   bool strided = std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; });
   bool single_thread = x_in.graph()->lowering().threads == 1;
-  Tensor x = one_by_one && all_ones(stride) && nsp == 2 &&
+  // A map the importer stored channels-last (a chain of dense convolutions,
+  // frontend/onnx/channels_last_maps.h) is read as it is.
+  bool channels_last = is_channels_last_view(x_in);
+  Tensor x = channels_last ? x_in
+             : one_by_one && all_ones(stride) && nsp == 2 &&
                      (max_pool_over_channels_last(x_in) || reads_channels_last_map(x_in) ||
                       (single_thread && co % 16 == 0 && depthwise_over_channels_last(x_in)))
                  ? stored_channels_last(x_in)
@@ -250,7 +254,10 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const Tensor* bias, const ConvP
     Shape dense(picked.shape().begin(), picked.shape().begin() + 2 + nsp);
     ConvParams dense_p = p;
     dense_p.stride.assign(ns, 1);
-    return conv(picked.reshape(dense).contiguous(), w, bias, dense_p);
+    // (Channels-last from a channels-last map, so the layer stays a matrix product.)
+    Tensor copy = channels_last ? stored_channels_last(picked.reshape(dense))
+                                : picked.reshape(dense).contiguous();
+    return conv(copy, w, bias, dense_p);
   }
   if (winograd_pays(x, w, g, stride, dil, pads)) return with_bias(winograd_conv3x3(xp, w), bias);
   Tensor xw = xp.window(kernel, stride, dil);  // (N, C, *o, *k)

@@ -58,6 +58,9 @@ std::string usage() {
          "                           are 4x larger: a smaller package, slower 3x3 layers)\n"
          "  --no-depthwise-taps      small depthwise layers over a padded map too, as larger\n"
          "                           ones (not as the sum of their taps over a dense map)\n"
+         "  --no-channels-last-chains  chains of dense convolutions keep NCHW maps (not\n"
+         "                           channels-last ones, over which a 1x1 layer is a matrix\n"
+         "                           product)\n"
          "  --threads N              the threads its sessions will run (default 1): Winograd\n"
          "                           layers must pay for transforms that do not divide among\n"
          "                           threads; the package runs at any thread count\n"
@@ -241,6 +244,8 @@ Args parse_args(int argc, char** argv) {
       c.model.lowering.winograd = false;
     else if (s == "--no-depthwise-taps")
       c.model.lowering.depthwise_taps = false;
+    else if (s == "--no-channels-last-chains")
+      c.model.lowering.channels_last_chains = false;
     else if (s == "--time-passes")
       a.time_passes = true;
     else if (s == "--quiet")

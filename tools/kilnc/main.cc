@@ -45,6 +45,7 @@ std::vector<std::string> provenance_flags(const Args& a,
   if (a.compile.emit == kiln::Emit::StaticLibrary) f.push_back("--emit=static-lib");
   if (!a.compile.model.lowering.winograd) f.push_back("--no-winograd");
   if (!a.compile.model.lowering.depthwise_taps) f.push_back("--no-depthwise-taps");
+  if (!a.compile.model.lowering.channels_last_chains) f.push_back("--no-channels-last-chains");
   if (a.compile.model.lowering.threads != 1)
     f.push_back("--threads=" + std::to_string(a.compile.model.lowering.threads));
   return f;

@@ -9,9 +9,11 @@
 #include <set>
 #include <unordered_map>
 
+#include "compiler/frontend/onnx/channels_last_maps.h"
 #include "compiler/frontend/onnx/dims_from_outputs.h"
 #include "compiler/frontend/onnx/onnx_context.h"
 #include "compiler/support/error.h"
+#include "compiler/tensor/channels_last.h"
 
 namespace kiln {
 
@@ -48,6 +50,8 @@ class Importer {
   std::unordered_map<const UOp*, bool> const_only_;
   // value name -> the main graph's nodes (and graph outputs) that read it (NodeContext::readers)
   std::unordered_map<std::string, int> readers_;
+  // The maps stored channels-last for the whole graph (channels_last_maps.h).
+  std::set<std::string> channels_last_;
   std::unordered_map<const UOp*, std::string> first_input_;
   int64_t unrolled_nodes_ = 0;  // nodes added by bodies built inline (OnnxImportOptions)
 
@@ -120,8 +124,14 @@ void Importer::import_node(const onnx::NodeProto& node, int opset) {
   std::vector<const UOp*> results;
   for (size_t i = 0; i < out.size() && static_cast<int>(i) < node.output_size(); ++i)
     if (!node.output(static_cast<int>(i)).empty()) {
-      values_[node.output(static_cast<int>(i))] = out[i];
+      // A map on a channels-last chain is stored so once, and every reader reads that buffer.
+      // The store is labelled as this node's result; the view back to NCHW is its readers'.
+      bool channels_last = channels_last_.count(node.output(static_cast<int>(i))) &&
+                           out[i].valid() && out[i].ndim() == 4 && out[i].dtype().is_float();
+      Tensor& v = values_[node.output(static_cast<int>(i))];
+      v = channels_last ? stored_channels_last(out[i]) : out[i];
       if (out[i].valid()) results.push_back(out[i].uop());
+      if (channels_last) results.push_back(v.uop()->src[0]);
     }
   g_.label_origin(results, !node.name().empty() ? node.name()
                            : node.output_size() ? node.output(0)
@@ -565,6 +575,7 @@ void Importer::run(onnx::ModelProto& m) {
   for (const auto& node : graph.node())
     for (const std::string& in : std::set<std::string>(node.input().begin(), node.input().end()))
       ++readers_[in];
+  if (g_.lowering().channels_last_chains) channels_last_ = channels_last_maps(graph);
   for (const auto& out : graph.output()) ++readers_[out.name()];
 
   std::unordered_map<std::string, const onnx::TensorProto*> inits;
