@@ -36,6 +36,7 @@ OptTarget opt_target(const TargetInfo& t, OptLevel level) {
   ot.l2_bytes = t.l2_bytes();
   // Fewer flops than two 16-lane FMAs (2 x 2 x 16) per cycle: 512-bit vectors on 256-bit units.
   ot.half_rate_fma = t.vector_bytes() == 64 && t.fma_flops_per_cycle() < 2 * 2 * 16;
+  ot.mesh_shared_l3 = t.mesh_shared_l3();
   return ot;
 }
 

@@ -57,6 +57,10 @@ struct OptTarget {
   // feed a tile of 16 lanes x 4 positions), so a padded position or lane costs a whole cycle
   // and a tile that loads less per FMA saves nothing: contraction tiles take exact sizes.
   bool half_rate_fma = false;
+  // The cores share one L3 on a mesh (TargetInfo::mesh_shared_l3): a line passes between them
+  // in ~300 ns, so a package for several threads keeps the splits that suit each kernel rather
+  // than splits that keep lines on one core (split_affinity.cc).
+  bool mesh_shared_l3 = false;
 };
 
 // The heuristics' view of a target at an opt level (None proposes nothing: see default_opts).

@@ -281,7 +281,10 @@ void follow_producer_splits(const Plan& plan, const OptTarget& t,
           // the first choice stands
         }
       }
-      if (threads > 1)
+      // Not where the cores share one L3 on a mesh (OptTarget::mesh_shared_l3): on a Xeon whose
+      // vCPUs were ~300 ns apart the products' own splits ran faster at 2 threads
+      // (tools/bench/ab_bench: squeezenet1_1 0.942, resnet18 0.942, resnet50 0.967).
+      if (threads > 1 && !t.mesh_shared_l3)
         split_where_readers_keep(plan, static_cast<size_t>(&l - plan.launches.data()), t, heuristic,
                                  alone, kernels);
     }

@@ -83,15 +83,19 @@ int64_t l2_bytes_of(const std::string& cpu, bool x86, bool avx512, bool avx2) {
   return 256 * kib;
 }
 
-// Two 512-bit FMA units: Intel's server cores (and this generation's features: AMX, AVX512-FP16,
-// which a virtual machine may report under a client CPU's name); Zen 5. Zen 4 and Intel's client
-// AVX-512 cores have the equivalent of one.
-bool two_512_bit_fma_units(const TargetInfo& t) {
-  for (const char* name :
-       {"skylake-avx512", "cascadelake", "cooperlake", "icelake-server", "sapphirerapids",
-        "emeraldrapids", "graniterapids", "graniterapids-d", "znver5"})
+// Intel's server cores (and this generation's features: AMX, AVX512-FP16, which a virtual
+// machine may report under a client CPU's name).
+bool intel_server_core(const TargetInfo& t) {
+  for (const char* name : {"skylake-avx512", "cascadelake", "cooperlake", "icelake-server",
+                           "sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d"})
     if (t.cpu() == name) return true;
   return t.has_feature("amx-tile") || t.has_feature("avx512fp16");
+}
+
+// Two 512-bit FMA units: Intel's server cores; Zen 5. Zen 4 and Intel's client AVX-512 cores
+// have the equivalent of one.
+bool two_512_bit_fma_units(const TargetInfo& t) {
+  return intel_server_core(t) || t.cpu() == "znver5";
 }
 
 }  // namespace
@@ -171,6 +175,7 @@ TargetInfo TargetInfo::create(const TargetOptions& opts) {
   else
     t.fma_flops_per_cycle_ = 16;
   t.l2_bytes_ = l2_bytes_of(t.cpu_, t.is_x86(), t.has_feature("avx512f"), t.has_feature("avx2"));
+  t.mesh_shared_l3_ = t.is_x86() && intel_server_core(t);
   return t;
 }
 

@@ -542,5 +542,22 @@ TEST(Heuristics, OnlyAvx512OnHalfWidthFmaUnitsIsAHalfRateFmaTarget) {
   EXPECT_FALSE(half_rate("aarch64-linux-gnu", "neoverse-n1"));
 }
 
+// Which targets' cores share one L3 on a mesh (split_affinity.cc keeps each kernel's own split
+// there): Intel's server cores, by name or by their generation's features; not Zen (an L3 per
+// complex), an ISA level or NEON.
+TEST(Heuristics, OnlyIntelServerCoresShareOneL3OnAMesh) {
+  auto mesh = [](const char* triple, const char* cpu) {
+    return opt_target(TargetInfo::create({triple, cpu})).mesh_shared_l3;
+  };
+  EXPECT_TRUE(mesh("x86_64-linux-gnu", "sapphirerapids"));
+  EXPECT_TRUE(mesh("x86_64-linux-gnu", "emeraldrapids"));
+  EXPECT_TRUE(mesh("x86_64-linux-gnu", "skylake-avx512"));
+  EXPECT_FALSE(mesh("x86_64-linux-gnu", "znver4"));
+  EXPECT_FALSE(mesh("x86_64-linux-gnu", "znver5"));
+  EXPECT_FALSE(mesh("x86_64-linux-gnu", "znver3"));
+  EXPECT_FALSE(mesh("x86_64-linux-gnu", "x86-64-v3"));
+  EXPECT_FALSE(mesh("aarch64-linux-gnu", "neoverse-n1"));
+}
+
 }  // namespace
 }  // namespace kiln
