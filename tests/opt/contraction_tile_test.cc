@@ -546,17 +546,13 @@ TEST(Heuristics, OnlyAvx512OnHalfWidthFmaUnitsIsAHalfRateFmaTarget) {
 // there): Intel's server cores, by name or by their generation's features; not Zen (an L3 per
 // complex), an ISA level or NEON.
 TEST(Heuristics, OnlyIntelServerCoresShareOneL3OnAMesh) {
-  auto mesh = [](const char* triple, const char* cpu) {
-    return opt_target(TargetInfo::create({triple, cpu})).mesh_shared_l3;
-  };
-  EXPECT_TRUE(mesh("x86_64-linux-gnu", "sapphirerapids"));
-  EXPECT_TRUE(mesh("x86_64-linux-gnu", "emeraldrapids"));
-  EXPECT_TRUE(mesh("x86_64-linux-gnu", "skylake-avx512"));
-  EXPECT_FALSE(mesh("x86_64-linux-gnu", "znver4"));
-  EXPECT_FALSE(mesh("x86_64-linux-gnu", "znver5"));
-  EXPECT_FALSE(mesh("x86_64-linux-gnu", "znver3"));
-  EXPECT_FALSE(mesh("x86_64-linux-gnu", "x86-64-v3"));
-  EXPECT_FALSE(mesh("aarch64-linux-gnu", "neoverse-n1"));
+  const std::vector<std::tuple<const char*, const char*, bool>> targets = {
+      {"x86_64-linux-gnu", "sapphirerapids", true}, {"x86_64-linux-gnu", "emeraldrapids", true},
+      {"x86_64-linux-gnu", "skylake-avx512", true}, {"x86_64-linux-gnu", "znver4", false},
+      {"x86_64-linux-gnu", "znver5", false},        {"x86_64-linux-gnu", "znver3", false},
+      {"x86_64-linux-gnu", "x86-64-v3", false},     {"aarch64-linux-gnu", "neoverse-n1", false}};
+  for (const auto& [triple, cpu, mesh] : targets)
+    EXPECT_EQ(opt_target(TargetInfo::create({triple, cpu})).mesh_shared_l3, mesh) << cpu;
 }
 
 }  // namespace
