@@ -1,6 +1,5 @@
 #include "compiler/frontend/onnx/channels_last_maps.h"
 
-#include <map>
 #include <unordered_map>
 #include <vector>
 

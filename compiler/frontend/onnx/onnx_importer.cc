@@ -575,8 +575,8 @@ void Importer::run(onnx::ModelProto& m) {
   for (const auto& node : graph.node())
     for (const std::string& in : std::set<std::string>(node.input().begin(), node.input().end()))
       ++readers_[in];
-  if (g_.lowering().channels_last_chains) channels_last_ = channels_last_maps(graph);
   for (const auto& out : graph.output()) ++readers_[out.name()];
+  if (g_.lowering().channels_last_chains) channels_last_ = channels_last_maps(graph);
 
   std::unordered_map<std::string, const onnx::TensorProto*> inits;
   for (const auto& t : graph.initializer()) inits[t.name()] = &t;
